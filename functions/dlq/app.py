@@ -1,0 +1,25 @@
+"""DLQ function: messages SQS gave up on (poison, crashing worker) → their runs become dead letters."""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from edgecron.observability import logger, metrics, tracer
+from edgecron.services.dead_letters import handle_poison
+
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+def record_handler(record: SQSRecord) -> str:
+    receive_count = int(record.attributes.approximate_receive_count or 0)
+    return handle_poison(record.body, receive_count)
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor,
+                                    context=context)

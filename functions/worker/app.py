@@ -1,0 +1,27 @@
+"""Worker function: SQS delivery/retry messages → one attempt each, the records of a batch concurrently."""
+
+import asyncio
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import AsyncBatchProcessor, EventType, async_process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from edgecron.observability import logger, metrics, tracer
+from edgecron.services.delivery import deliver, parse_message
+
+processor = AsyncBatchProcessor(event_type=EventType.SQS)
+
+
+async def record_handler(record: SQSRecord) -> str:
+    run_id, _ = parse_message(record.body)  # a malformed message fails until SQS moves it to the DLQ
+    report = await asyncio.to_thread(deliver, run_id)
+    return report.outcome
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return async_process_partial_response(event=event, record_handler=record_handler, processor=processor,
+                                          context=context)

@@ -1,0 +1,119 @@
+"""Build the API resolver: routes, auth, the error format, the OpenAPI document and the docs UI."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from pydantic import ValidationError
+
+from edgecron import __version__
+from edgecron.api.context import set_app_id
+from edgecron.api.responses import error_response, json_response
+from edgecron.api.routes import apps, endpoints, retry_policies, task_runs
+from edgecron.config import get_settings
+from edgecron.data import apps as app_data
+from edgecron.errors import ApiError, NotFound, ParamInvalid, Unauthorized
+from edgecron.observability import logger
+
+ROUTERS = [apps.router, endpoints.router, retry_policies.router, task_runs.router]
+TITLE = "EdgeCron API"
+ADMIN_PREFIX = "/v1/apps"
+SECURITY = {"bearerAuth": HTTPBearer(description="an App API key (ek_…) or, for /v1/apps, the admin key")}
+
+
+def _bearer(headers: dict[str, str]) -> str | None:
+    value = headers.get("authorization") or headers.get("Authorization") or ""
+    scheme, _, token = value.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _auth(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[str]:
+    """Every /v1 route needs a key: the admin key for App management, an App key elsewhere."""
+    path = app.current_event.path
+    set_app_id(None)
+    if not path.startswith("/v1/"):
+        return next_middleware(app)
+    token = _bearer(app.current_event.headers or {})
+    unauthorized = error_response(Unauthorized("missing or invalid API key"))
+    if token is None:
+        return unauthorized
+    if path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/"):
+        if not app_data.is_admin_key(token, get_settings().admin_key_secret_arn):
+            return unauthorized
+        return next_middleware(app)
+    app_id = app_data.app_for_key(token)
+    if app_id is None:
+        return unauthorized
+    set_app_id(app_id)
+    try:
+        return next_middleware(app)
+    finally:
+        set_app_id(None)
+
+
+def _field(loc: tuple[int | str, ...]) -> str:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in {"body", "query", "path", "header"}:
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+def _validation_error(exc: RequestValidationError | ValidationError) -> Response[str]:
+    errors = exc.errors()
+    first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request", "type": "value_error"}
+    loc = tuple(first.get("loc", ()))
+    kind = first.get("type", "")
+    if kind == "json_invalid":
+        return error_response(ParamInvalid("request body is not valid JSON", "body"))
+    message = str(first.get("msg", "invalid value"))
+    if kind == "extra_forbidden":
+        message = "unknown field"
+    if loc and loc[0] == "header" and len(loc) > 1 and str(loc[1]) == "idempotency-key":
+        return error_response(ParamInvalid(message, "Idempotency-Key"))
+    return error_response(ParamInvalid(message.removeprefix("Value error, "), _field(loc)))
+
+
+def build_api() -> APIGatewayHttpResolver:
+    """A new resolver (one per container: resolvers hold per-request state)."""
+    api = APIGatewayHttpResolver(enable_validation=True)
+    for router in ROUTERS:
+        api.include_router(router)
+    api.use(middlewares=[_auth])
+
+    @api.exception_handler(ApiError)
+    def _api_error(exc: ApiError) -> Response[str]:
+        return error_response(exc)
+
+    @api.exception_handler(RequestValidationError)
+    def _invalid(exc: RequestValidationError) -> Response[str]:
+        return _validation_error(exc)
+
+    @api.not_found
+    def _not_found(_: Exception) -> Response[str]:
+        return error_response(NotFound("no such route", "path"))
+
+    @api.exception_handler(Exception)
+    def _unexpected(exc: Exception) -> Response[str]:
+        logger.exception("unhandled error")
+        return json_response(500, {"error": {"code": "INTERNAL", "message": "internal error"}})
+
+    api.enable_swagger(path="/docs", title=TITLE, version=__version__, security_schemes=SECURITY,
+                       security=[{"bearerAuth": []}])
+
+    @api.get("/openapi.json", include_in_schema=False)
+    def _openapi() -> Response[str]:
+        return Response(status_code=200, content_type="application/json", body=openapi_json(api))
+
+    return api
+
+
+def openapi_json(api: APIGatewayHttpResolver) -> str:
+    return api.get_openapi_json_schema(title=TITLE, version=__version__, security_schemes=SECURITY,
+                                       security=[{"bearerAuth": []}])
+
+
+Handler = Callable[[dict[str, object], object], dict[str, object]]

@@ -1,0 +1,71 @@
+"""Endpoints CRUD and secret rotation."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from edgecron import clock
+from edgecron.api.context import current_app_id
+from edgecron.api.idempotency import IdempotencyKey, run_once
+from edgecron.api.pagination import Cursor, Limit, decode_cursor, page_body
+from edgecron.api.responses import docs, json_response
+from edgecron.data import endpoints as data
+from edgecron.schemas.endpoints import (
+    EndpointCreate,
+    EndpointOut,
+    EndpointPage,
+    EndpointUpdate,
+    EndpointWithSecret,
+)
+from edgecron.services import endpoints as service
+from edgecron.services.views import endpoint_view
+
+router = Router()
+TAGS = ["Endpoints"]
+
+
+@router.post("/v1/endpoints", summary="Create an Endpoint", tags=TAGS,
+             responses=docs(201, EndpointWithSecret, 409))
+def create_endpoint(body: EndpointCreate, idempotency_key: IdempotencyKey = None) -> Response[str]:
+    app_id = current_app_id()
+
+    def create() -> tuple[int, dict[str, object]]:
+        endpoint, secret = service.create(app_id, body, clock.to_ms(clock.now()))
+        return 201, {**endpoint_view(endpoint), "secret": secret}
+
+    return run_once(app_id, "endpoints", idempotency_key, body.model_dump(), create)
+
+
+@router.get("/v1/endpoints", summary="List Endpoints", tags=TAGS, responses=docs(200, EndpointPage))
+def list_endpoints(limit: Limit = 20, cursor: Cursor = None) -> Response[str]:
+    app_id = current_app_id()
+    page = data.list_page(app_id, limit, decode_cursor(cursor, "app_id", app_id))
+    return json_response(200, page_body([endpoint_view(e) for e in page.items], page.last_key))
+
+
+@router.get("/v1/endpoints/<endpoint_id>", summary="Get an Endpoint", tags=TAGS,
+            responses=docs(200, EndpointOut, 404))
+def get_endpoint(endpoint_id: str) -> Response[str]:
+    return json_response(200, endpoint_view(service.get(current_app_id(), endpoint_id)))
+
+
+@router.patch("/v1/endpoints/<endpoint_id>", summary="Update an Endpoint", tags=TAGS,
+              responses=docs(200, EndpointOut, 404))
+def update_endpoint(endpoint_id: str, body: EndpointUpdate) -> Response[str]:
+    endpoint = service.update(current_app_id(), endpoint_id, body, clock.to_ms(clock.now()))
+    return json_response(200, endpoint_view(endpoint))
+
+
+@router.delete("/v1/endpoints/<endpoint_id>", summary="Delete an Endpoint", tags=TAGS,
+               responses=docs(204, None, 404))
+def delete_endpoint(endpoint_id: str) -> Response[str]:
+    service.delete(current_app_id(), endpoint_id)
+    return Response(status_code=204, body="")
+
+
+@router.post("/v1/endpoints/<endpoint_id>/rotate-secret", summary="Rotate the signing secret", tags=TAGS,
+             responses=docs(200, EndpointWithSecret, 404))
+def rotate_secret(endpoint_id: str) -> Response[str]:
+    endpoint, secret = service.rotate_secret(current_app_id(), endpoint_id, clock.to_ms(clock.now()))
+    return json_response(200, {**endpoint_view(endpoint), "secret": secret})

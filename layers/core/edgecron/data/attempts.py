@@ -1,0 +1,23 @@
+"""Delivery Attempts: one item per outbound HTTP call, keyed (run_id, seq)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pynamodb.exceptions import PutError
+
+from edgecron.data.models import AttemptModel
+from edgecron.data.paging import Page, query_page
+
+
+def put(attempt: AttemptModel) -> None:
+    """Write once; a redelivered result for the same sequence number is ignored."""
+    try:
+        attempt.save(condition=AttemptModel.seq.does_not_exist())
+    except PutError as exc:
+        if exc.cause_response_code != "ConditionalCheckFailedException":
+            raise
+
+
+def list_page(run_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[AttemptModel]:
+    return query_page(AttemptModel, run_id, limit, cursor, newest_first=False)

@@ -1,0 +1,270 @@
+"""PynamoDB models of the tables declared in template.yaml (docs/data-model.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pynamodb.attributes import (
+    BooleanAttribute,
+    JSONAttribute,
+    ListAttribute,
+    MapAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+)
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.models import Model
+
+from edgecron.config import get_settings
+
+_settings = get_settings()
+
+
+def _meta(table: str) -> type:
+    class Meta:
+        table_name = table
+        region = _settings.region
+
+    return Meta
+
+
+class AppModel(Model):
+    Meta = _meta(_settings.apps_table)
+    app_id = UnicodeAttribute(hash_key=True)
+    name = UnicodeAttribute()
+    monthly_quota = NumberAttribute(null=True)
+    created_at = NumberAttribute()
+
+
+class ApiKeyModel(Model):
+    """Keys are stored as SHA-256 hashes; the lookup by hash is one GetItem."""
+
+    Meta = _meta(_settings.api_keys_table)
+    key_hash = UnicodeAttribute(hash_key=True)
+    app_id = UnicodeAttribute()
+    prefix = UnicodeAttribute()
+    created_at = NumberAttribute()
+
+
+class SigningSecret(MapAttribute[str, Any]):
+    secret = UnicodeAttribute()  # encrypted when a KMS key is configured (prefix "kms:")
+    created_at = NumberAttribute()
+    expires_at = NumberAttribute(null=True)  # set on the previous secret after a rotation
+
+
+class EndpointModel(Model):
+    Meta = _meta(_settings.endpoints_table)
+    app_id = UnicodeAttribute(hash_key=True)
+    endpoint_id = UnicodeAttribute(range_key=True)
+    url = UnicodeAttribute()
+    description = UnicodeAttribute(null=True)
+    method = UnicodeAttribute(default="POST")
+    headers = JSONAttribute(default=dict)
+    timeout_ms = NumberAttribute(default=10_000)
+    secrets = ListAttribute(of=SigningSecret, default=list)
+    retry_policy_id = UnicodeAttribute(null=True)
+    filter_events = ListAttribute(of=UnicodeAttribute, default=list)
+    active = BooleanAttribute(default=True)
+    created_at = NumberAttribute()
+    updated_at = NumberAttribute()
+
+
+class RetryPolicyModel(Model):
+    Meta = _meta(_settings.retry_policies_table)
+    app_id = UnicodeAttribute(hash_key=True)
+    policy_id = UnicodeAttribute(range_key=True)
+    name = UnicodeAttribute(null=True)
+    strategy = UnicodeAttribute()
+    max_attempts = NumberAttribute()
+    base_delay_sec = NumberAttribute()
+    max_delay_sec = NumberAttribute()
+    jitter = BooleanAttribute(default=False)
+    created_at = NumberAttribute()
+    updated_at = NumberAttribute()
+
+
+class DueIndex(GlobalSecondaryIndex["ScheduleModel"]):
+    class Meta:
+        index_name = "due"
+        projection = AllProjection()
+
+    due_shard = UnicodeAttribute(hash_key=True)
+    next_fire_at = NumberAttribute(range_key=True)
+
+
+class ScheduleModel(Model):
+    Meta = _meta(_settings.schedules_table)
+    app_id = UnicodeAttribute(hash_key=True)
+    schedule_id = UnicodeAttribute(range_key=True)
+    name = UnicodeAttribute(null=True)
+    cron = UnicodeAttribute(null=True)
+    at = NumberAttribute(null=True)
+    timezone = UnicodeAttribute(default="UTC")
+    endpoint_ids = ListAttribute(of=UnicodeAttribute, default=list)
+    payload = JSONAttribute(null=True)
+    status = UnicodeAttribute(default="ACTIVE")
+    missed_policy = UnicodeAttribute(default="RUN_ONCE")
+    retry_policy_id = UnicodeAttribute(null=True)
+    consecutive_failures = NumberAttribute(default=0)
+    next_fire_at = NumberAttribute(null=True)
+    due_shard = UnicodeAttribute(null=True)
+    finished = BooleanAttribute(default=False)
+    missed_left_out = NumberAttribute(default=0)
+    last_fire_at = NumberAttribute(null=True)
+    version = NumberAttribute(default=1)
+    created_at = NumberAttribute()
+    updated_at = NumberAttribute()
+    due = DueIndex()
+
+
+class UndispatchedIndex(GlobalSecondaryIndex["FireModel"]):
+    class Meta:
+        index_name = "undispatched"
+        projection = AllProjection()
+
+    pending_shard = UnicodeAttribute(hash_key=True)
+    fire_at = NumberAttribute(range_key=True)
+
+
+class FireModel(Model):
+    Meta = _meta(_settings.fires_table)
+    schedule_id = UnicodeAttribute(hash_key=True)
+    fire_at = NumberAttribute(range_key=True)
+    app_id = UnicodeAttribute()
+    status = UnicodeAttribute()
+    endpoint_ids = ListAttribute(of=UnicodeAttribute, default=list)
+    run_ids = ListAttribute(of=UnicodeAttribute, default=list)
+    pending_shard = UnicodeAttribute(null=True)
+    created_at = NumberAttribute()
+    started_at = NumberAttribute(null=True)
+    finished_at = NumberAttribute(null=True)
+    error = UnicodeAttribute(null=True)
+    counted = BooleanAttribute(default=False)
+    expires_at = NumberAttribute(null=True)
+    undispatched = UndispatchedIndex()
+
+
+class WakeIndex(GlobalSecondaryIndex["TaskRunModel"]):
+    class Meta:
+        index_name = "wake"
+        projection = AllProjection()
+
+    wake_shard = UnicodeAttribute(hash_key=True)
+    wake_at = NumberAttribute(range_key=True)
+
+
+class ByAppIndex(GlobalSecondaryIndex["TaskRunModel"]):
+    class Meta:
+        index_name = "by_app"
+        projection = AllProjection()
+
+    app_id = UnicodeAttribute(hash_key=True)
+    created_key = UnicodeAttribute(range_key=True)
+
+
+class DeadLetterIndex(GlobalSecondaryIndex["TaskRunModel"]):
+    class Meta:
+        index_name = "dead_letters"
+        projection = AllProjection()
+
+    dl_app_id = UnicodeAttribute(hash_key=True)
+    dead_key = UnicodeAttribute(range_key=True)
+
+
+class TaskRunModel(Model):
+    Meta = _meta(_settings.task_runs_table)
+    run_id = UnicodeAttribute(hash_key=True)
+    app_id = UnicodeAttribute()
+    endpoint_id = UnicodeAttribute()
+    source = UnicodeAttribute()  # direct | schedule | event
+    source_id = UnicodeAttribute(null=True)  # schedule_id or event_id
+    fire_at = NumberAttribute(null=True)
+    payload = JSONAttribute(null=True)
+    retry_policy_id = UnicodeAttribute(null=True)  # a schedule's override; else the endpoint's
+    status = UnicodeAttribute()
+    attempt_count = NumberAttribute(default=0)  # attempts in the current series
+    total_attempts = NumberAttribute(default=0)  # across replays; the attempt sequence number
+    series = NumberAttribute(default=1)
+    deliver_at = NumberAttribute()
+    next_retry_at = NumberAttribute(null=True)
+    wake_shard = UnicodeAttribute(null=True)
+    wake_at = NumberAttribute(null=True)
+    claim_token = UnicodeAttribute(null=True)
+    claim_expires_at = NumberAttribute(null=True)
+    last_error = UnicodeAttribute(null=True)
+    last_error_kind = UnicodeAttribute(null=True)
+    last_status_code = NumberAttribute(null=True)
+    created_at = NumberAttribute()
+    updated_at = NumberAttribute()
+    finished_at = NumberAttribute(null=True)
+    created_key = UnicodeAttribute()
+    dl_app_id = UnicodeAttribute(null=True)
+    dead_key = UnicodeAttribute(null=True)
+    expires_at = NumberAttribute(null=True)
+    wake = WakeIndex()
+    by_app = ByAppIndex()
+    dead_letters = DeadLetterIndex()
+
+
+class AttemptModel(Model):
+    Meta = _meta(_settings.attempts_table)
+    run_id = UnicodeAttribute(hash_key=True)
+    seq = NumberAttribute(range_key=True)
+    app_id = UnicodeAttribute()
+    attempt_no = NumberAttribute()
+    series = NumberAttribute(default=1)
+    request_id = UnicodeAttribute()
+    status_code = NumberAttribute(null=True)
+    latency_ms = NumberAttribute()
+    response_summary = UnicodeAttribute(null=True)
+    error = UnicodeAttribute(null=True)
+    error_kind = UnicodeAttribute(null=True)
+    outcome = UnicodeAttribute()
+    trace_id = UnicodeAttribute(null=True)
+    started_at = NumberAttribute()
+    expires_at = NumberAttribute(null=True)
+
+
+class EventModel(Model):
+    Meta = _meta(_settings.events_table)
+    app_id = UnicodeAttribute(hash_key=True)
+    event_id = UnicodeAttribute(range_key=True)
+    name = UnicodeAttribute()
+    payload = JSONAttribute(null=True)
+    idempotency_key = UnicodeAttribute(null=True)
+    fanout_status = UnicodeAttribute(default="pending")
+    endpoint_ids = ListAttribute(of=UnicodeAttribute, default=list)
+    created_at = NumberAttribute()
+    expires_at = NumberAttribute(null=True)
+
+
+class UsageModel(Model):
+    Meta = _meta(_settings.usage_table)
+    app_id = UnicodeAttribute(hash_key=True)
+    month = UnicodeAttribute(range_key=True)
+    schedule = NumberAttribute(default=0)
+    event = NumberAttribute(default=0)
+    direct = NumberAttribute(default=0)
+
+
+class NotificationModel(Model):
+    Meta = _meta(_settings.notifications_table)
+    app_id = UnicodeAttribute(hash_key=True)
+    notification_id = UnicodeAttribute(range_key=True)
+    kind = UnicodeAttribute()
+    title = UnicodeAttribute()
+    message = UnicodeAttribute()
+    data = JSONAttribute(null=True)
+    created_at = NumberAttribute()
+    expires_at = NumberAttribute(null=True)
+
+
+class IdempotencyModel(Model):
+    Meta = _meta(_settings.idempotency_table)
+    idem_key = UnicodeAttribute(hash_key=True)
+    request_hash = UnicodeAttribute()
+    status = UnicodeAttribute()  # in_progress | done
+    response_status = NumberAttribute(null=True)
+    response_body = UnicodeAttribute(null=True)
+    created_at = NumberAttribute()
+    expires_at = NumberAttribute()

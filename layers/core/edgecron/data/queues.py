@@ -1,0 +1,54 @@
+"""SQS transport for delivery and fan-out messages. Queues may lose or repeat a message; DynamoDB
+holds the truth, so every send here happens after the state it announces is stored."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from edgecron.config import get_settings
+from edgecron.data.aws import client
+from edgecron.observability import logger
+
+MAX_DELAY_SEC = 900  # SQS DelaySeconds limit
+
+
+@dataclass(frozen=True)
+class DeliveryMessage:
+    run_id: str
+    app_id: str
+    delay_sec: float = 0.0
+
+    def body(self) -> str:
+        return json.dumps({"run_id": self.run_id, "app_id": self.app_id}, separators=(",", ":"))
+
+
+def _delay(seconds: float) -> int:
+    return max(0, min(MAX_DELAY_SEC, math.ceil(seconds)))
+
+
+def send_deliveries(messages: Sequence[DeliveryMessage], *, retry: bool = False) -> list[str]:
+    """Send in batches of 10; return the run ids whose send failed (the scan will redispatch them)."""
+    settings = get_settings()
+    url = settings.retry_queue_url if retry else settings.delivery_queue_url
+    failed: list[str] = []
+    for start in range(0, len(messages), 10):
+        chunk = messages[start:start + 10]
+        entries = [{"Id": str(i), "MessageBody": m.body(), "DelaySeconds": _delay(m.delay_sec)}
+                   for i, m in enumerate(chunk)]
+        try:
+            result = client("sqs").send_message_batch(QueueUrl=url, Entries=entries)
+        except Exception:
+            logger.exception("send_message_batch failed", extra={"count": len(chunk)})
+            failed.extend(m.run_id for m in chunk)
+            continue
+        for item in result.get("Failed", []):
+            failed.append(chunk[int(item["Id"])].run_id)
+    return failed
+
+
+def send_fanout(event_id: str, app_id: str, cursor: str | None = None) -> None:
+    body = json.dumps({"event_id": event_id, "app_id": app_id, "cursor": cursor}, separators=(",", ":"))
+    client("sqs").send_message(QueueUrl=get_settings().fanout_queue_url, MessageBody=body)

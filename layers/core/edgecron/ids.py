@@ -1,0 +1,38 @@
+"""Prefixed, time-sortable identifiers, and deterministic ones for idempotent fan-out."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base32, as ULID
+
+
+def _b32(value: int, length: int) -> str:
+    chars = []
+    for _ in range(length):
+        chars.append(_ALPHABET[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def ulid(ms: int | None = None) -> str:
+    """A 26-character ULID: 48 bits of milliseconds then 80 random bits (sorts by creation time)."""
+    ms = int(time.time() * 1000) if ms is None else ms
+    return _b32(ms, 10) + _b32(int.from_bytes(os.urandom(10), "big"), 16)
+
+
+def new_id(prefix: str, ms: int | None = None) -> str:
+    return f"{prefix}_{ulid(ms)}"
+
+
+def deterministic_id(prefix: str, *parts: str) -> str:
+    """The same parts always give the same id, so writing a run twice is a conditional no-op."""
+    digest = hashlib.sha256("|".join(parts).encode()).digest()
+    return f"{prefix}_{_b32(int.from_bytes(digest[:16], 'big'), 26)}"
+
+
+def shard_of(key: str, shards: int) -> str:
+    """A stable shard number (as the string GSI partition key) for a key."""
+    return str(int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest(), "big") % shards)

@@ -1,0 +1,32 @@
+"""One Logger, Tracer and Metrics for every function (Powertools; EMF metrics)."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+
+logger = Logger(service="edgecron")
+tracer = Tracer(service="edgecron")
+metrics = Metrics(namespace="EdgeCron", service="edgecron")
+
+# Metric names are a contract with the dashboard in template.yaml (a test compares both).
+DELIVERY_SUCCEEDED = "DeliverySucceeded"
+DELIVERY_FAILED = "DeliveryFailed"
+RETRY_SCHEDULED = "RetryScheduled"
+DEAD_LETTERED = "DeadLettered"
+ATTEMPT_LATENCY_MS = "AttemptLatencyMs"
+FIRE_LAG_MS = "FireLagMs"
+FIRES = "Fires"
+MISSED_FIRES = "MissedFires"
+SCAN_DURATION_MS = "ScanDurationMs"
+DUE_SCHEDULES = "DueSchedules"
+AUTO_PAUSED = "AutoPaused"
+BILLABLE_TRIGGERS = "BillableTriggers"
+
+
+def count(name: str, value: float = 1) -> None:
+    metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+
+def millis(name: str, value: float) -> None:
+    metrics.add_metric(name=name, unit=MetricUnit.Milliseconds, value=value)

@@ -1,0 +1,45 @@
+"""Retry Policies."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from edgecron.schemas.common import Name, Page, Strict
+
+Strategy = Literal["fixed", "linear", "exponential"]
+
+
+class RetryPolicyCreate(Strict):
+    name: Name | None = None
+    strategy: Strategy = "fixed"
+    max_attempts: int = Field(default=3, ge=1, le=20, description="including the first attempt")
+    base_delay_sec: int = Field(default=300, ge=1, le=86_400)
+    max_delay_sec: int = Field(default=3_600, ge=1, le=86_400)
+    jitter: bool = False
+
+
+class RetryPolicyUpdate(Strict):
+    name: Name | None = None
+    strategy: Strategy | None = None
+    max_attempts: int | None = Field(default=None, ge=1, le=20)
+    base_delay_sec: int | None = Field(default=None, ge=1, le=86_400)
+    max_delay_sec: int | None = Field(default=None, ge=1, le=86_400)
+    jitter: bool | None = None
+
+
+class RetryPolicyOut(BaseModel):
+    id: str
+    name: str | None
+    strategy: str
+    max_attempts: int
+    base_delay_sec: int
+    max_delay_sec: int
+    jitter: bool
+    created_at: str | None
+    updated_at: str | None
+
+
+class RetryPolicyPage(Page):
+    data: list[RetryPolicyOut]

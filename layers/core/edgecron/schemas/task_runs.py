@@ -1,0 +1,80 @@
+"""Task Runs, their attempts, and dead letters."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, Field
+
+from edgecron.schemas.common import Id, Page, Strict
+
+RunStatusName = Literal["pending", "running", "success", "failed", "retry_scheduled", "dead_letter", "cancelled"]
+SourceName = Literal["direct", "schedule", "event"]
+ErrorKindName = Literal["timeout", "network", "http_4xx", "http_5xx", "http_429", "redirect",
+                        "endpoint_inactive", "endpoint_deleted", "refused", "poison", "quota"]
+MAX_DELAY_SEC = 365 * 86_400
+
+
+class TaskRunCreate(Strict):
+    endpoint_id: Id
+    payload: Any = Field(default=None, description="any JSON value, sent as the request body")
+    deliver_at: AwareDatetime | None = Field(default=None, description="RFC 3339; deliver at or after")
+    delay_sec: int | None = Field(default=None, ge=0, le=MAX_DELAY_SEC, description="deliver after N seconds")
+
+
+class TaskRunOut(BaseModel):
+    id: str
+    endpoint_id: str
+    source: str
+    source_id: str | None
+    fire_time: str | None
+    status: str
+    attempt_count: int
+    total_attempts: int
+    series: int
+    deliver_at: str | None
+    next_retry_at: str | None
+    last_status_code: int | None
+    last_error: str | None
+    last_error_kind: str | None
+    payload: Any = None
+    created_at: str
+    updated_at: str
+    finished_at: str | None
+
+
+class TaskRunPage(Page):
+    data: list[TaskRunOut]
+
+
+class AttemptOut(BaseModel):
+    attempt_number: int
+    series: int
+    sequence: int
+    request_id: str
+    status_code: int | None
+    latency_ms: int
+    response_summary: str | None
+    error: str | None
+    error_kind: str | None
+    outcome: str
+    trace_id: str | None
+    started_at: str
+
+
+class AttemptPage(Page):
+    data: list[AttemptOut]
+
+
+class DeadLetterFilter(Strict):
+    endpoint_id: Id | None = None
+    since: AwareDatetime | None = None
+    until: AwareDatetime | None = None
+    error_kind: ErrorKindName | None = None
+    limit: int = Field(default=100, ge=1, le=1000, description="at most this many runs per call")
+
+
+class ReplayResult(BaseModel):
+    replayed: int
+    skipped: int
+    has_more: bool

@@ -1,0 +1,166 @@
+"""The worker's use case: claim a Task Run, make one signed HTTP attempt, record it, decide what
+happens next (success, retry, failure, dead letter) and store that before anything is enqueued."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from edgecron import clock
+from edgecron.config import get_settings
+from edgecron.data import attempts as attempt_data
+from edgecron.data import endpoints as endpoint_data
+from edgecron.data import runs as run_data
+from edgecron.data.expiry import expires_at_s
+from edgecron.data.models import AttemptModel, EndpointModel, TaskRunModel
+from edgecron.data.queues import MAX_DELAY_SEC, DeliveryMessage, send_deliveries
+from edgecron.domain import run_states as st
+from edgecron.domain.outcome import AttemptResult, Decision, decide
+from edgecron.domain.signing import webhook_headers
+from edgecron.observability import (
+    ATTEMPT_LATENCY_MS,
+    DEAD_LETTERED,
+    DELIVERY_FAILED,
+    DELIVERY_SUCCEEDED,
+    RETRY_SCHEDULED,
+    count,
+    logger,
+    millis,
+)
+from edgecron.services import endpoints as endpoint_service
+from edgecron.services.http_sender import USER_AGENT, HttpOutcome, send
+from edgecron.services.retry_policies import resolve_spec
+
+_rng = random.SystemRandom()
+
+
+@dataclass(frozen=True)
+class DeliveryReport:
+    run_id: str
+    outcome: str  # success | retry | failed | dead_letter | skipped | requeued
+
+
+def parse_message(body: str) -> tuple[str, str]:
+    """(run_id, app_id) from a delivery message; ValueError for a malformed (poison) one."""
+    data = json.loads(body)
+    if not isinstance(data, dict) or not isinstance(data.get("run_id"), str) or not isinstance(
+            data.get("app_id"), str):
+        raise ValueError("delivery message needs string run_id and app_id")
+    return data["run_id"], data["app_id"]
+
+
+def deliver(run_id: str) -> DeliveryReport:
+    """Process one delivery message. Raises only on infrastructure errors (SQS will redeliver)."""
+    now = clock.now()
+    now_ms = clock.to_ms(now)
+    run = run_data.claim(run_id, now_ms)
+    if run is None:
+        return _not_claimed(run_id, now_ms)
+    endpoint = endpoint_data.get(run.app_id, run.endpoint_id)
+    if endpoint is None:
+        return _conclude(run, None, now, None, AttemptResult(None, "endpoint deleted", "endpoint_deleted"))
+    if not endpoint.active:
+        return _conclude(run, endpoint, now, None, AttemptResult(None, "endpoint inactive", "endpoint_inactive"))
+    outcome = _attempt(run, endpoint, now_ms)
+    return _conclude(run, endpoint, clock.now(), outcome, outcome.result)
+
+
+def _not_claimed(run_id: str, now_ms: int) -> DeliveryReport:
+    """A duplicate, a cancelled or finished run, or a message that arrived before its due time."""
+    run = run_data.get(run_id, consistent=True)
+    if run is not None and run.status in st.WAITING and run.deliver_at > now_ms:
+        delay = (run.deliver_at - now_ms) / 1000
+        if delay <= MAX_DELAY_SEC:
+            send_deliveries([DeliveryMessage(run.run_id, run.app_id, delay)], retry=True)
+            return DeliveryReport(run_id, "requeued")
+    logger.info("delivery message dropped", extra={"run_id": run_id,
+                                                   "status": run.status if run else "missing"})
+    return DeliveryReport(run_id, "skipped")
+
+
+def _request_body(run: TaskRunModel, method: str) -> bytes | None:
+    if method in {"GET", "DELETE"} and run.payload is None:
+        return None
+    return json.dumps(run.payload, separators=(",", ":")).encode()
+
+
+def _attempt(run: TaskRunModel, endpoint: EndpointModel, now_ms: int) -> HttpOutcome:
+    body = _request_body(run, endpoint.method)
+    headers = {**dict(endpoint.headers or {}), "user-agent": USER_AGENT,
+               "content-type": "application/json", "edgecron-attempt": str(int(run.attempt_count))}
+    secrets = endpoint_service.active_secrets(endpoint, now_ms)
+    headers.update(webhook_headers(secrets, run.run_id, now_ms // 1000, body or b""))
+    return send(endpoint.method, endpoint.url, headers, body, int(endpoint.timeout_ms))
+
+
+def _trace_id() -> str | None:
+    header = os.environ.get("_X_AMZN_TRACE_ID", "")
+    root = next((p.split("=", 1)[1] for p in header.split(";") if p.startswith("Root=")), None)
+    return root
+
+
+def _record(run: TaskRunModel, outcome: HttpOutcome | None, result: AttemptResult, decision: Decision,
+            started_ms: int) -> None:
+    attempt_data.put(AttemptModel(
+        run_id=run.run_id, seq=int(run.total_attempts), app_id=run.app_id, attempt_no=int(run.attempt_count),
+        series=int(run.series), request_id=uuid.uuid4().hex, status_code=result.status_code,
+        latency_ms=outcome.latency_ms if outcome else 0,
+        response_summary=outcome.response_summary if outcome else None, error=result.error,
+        error_kind=result.error_kind, outcome=decision.outcome, trace_id=_trace_id(), started_at=started_ms,
+        expires_at=expires_at_s(started_ms),
+    ))
+
+
+def _conclude(run: TaskRunModel, endpoint: EndpointModel | None, now: datetime, outcome: HttpOutcome | None,
+              result: AttemptResult) -> DeliveryReport:
+    now_ms = clock.to_ms(now)
+    policy = resolve_spec(run.app_id, run.retry_policy_id or (endpoint.retry_policy_id if endpoint else None))
+    decision = decide(result, int(run.attempt_count), policy, now, _rng.random())
+    started_ms = now_ms - (outcome.latency_ms if outcome else 0)
+    _record(run, outcome, result, decision, started_ms)
+    if outcome is not None:
+        millis(ATTEMPT_LATENCY_MS, outcome.latency_ms)
+    error = None if decision.outcome == "success" else decision.reason
+    kind = result.error_kind or (_kind_of(result.status_code))
+    if decision.outcome == "retry":
+        due_ms = now_ms + int((decision.delay_sec or 1) * 1000)
+        direct = (decision.delay_sec or 0) <= MAX_DELAY_SEC
+        wake_ms = due_ms + get_settings().redispatch_after_sec * 1000 if direct else due_ms
+        if run_data.schedule_retry(run, due_ms, wake_ms, now_ms, status_code=result.status_code,
+                                   error=error, error_kind=kind):
+            count(RETRY_SCHEDULED)
+            if direct:
+                send_deliveries([DeliveryMessage(run.run_id, run.app_id, (due_ms - now_ms) / 1000)], retry=True)
+        return DeliveryReport(run.run_id, "retry")
+    status = {"success": st.SUCCESS, "failed": st.FAILED, "dead_letter": st.DEAD_LETTER}[decision.outcome]
+    if run_data.finish(run, status, now_ms, status_code=result.status_code, error=error, error_kind=kind):
+        count({"success": DELIVERY_SUCCEEDED, "failed": DELIVERY_FAILED,
+               "dead_letter": DEAD_LETTERED}[decision.outcome])
+        after_run_finished(run, status, now_ms)
+    else:
+        logger.warning("run changed while it was delivered", extra={"run_id": run.run_id})
+    return DeliveryReport(run.run_id, decision.outcome)
+
+
+def after_run_finished(run: TaskRunModel, status: str, now_ms: int) -> None:
+    """Settle what the run belongs to (a schedule's Fire) once the run is terminal."""
+    if run.source == "schedule":
+        from edgecron.services import fires
+
+        fires.run_settled(run, status, now_ms)
+
+
+def _kind_of(status_code: int | None) -> str | None:
+    if status_code is None or 200 <= status_code < 300:
+        return None
+    if status_code == 429:
+        return "http_429"
+    if status_code >= 500:
+        return "http_5xx"
+    if 300 <= status_code < 400:
+        return "redirect"
+    return "http_4xx"

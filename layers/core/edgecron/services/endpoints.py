@@ -1,0 +1,87 @@
+"""Endpoint use cases: create, update, rotate the signing secret."""
+
+from __future__ import annotations
+
+from edgecron import ids
+from edgecron.config import get_settings
+from edgecron.data import endpoints as data
+from edgecron.data import retry_policies as policy_data
+from edgecron.data.models import EndpointModel, SigningSecret
+from edgecron.domain.signing import new_secret
+from edgecron.errors import NotFound, ParamInvalid
+from edgecron.schemas.endpoints import EndpointCreate, EndpointUpdate
+from edgecron.services.retry_policies import DEFAULT_ID
+
+ROTATION_OVERLAP_MS = 24 * 3600 * 1000
+
+
+def _check_scheme(url: str) -> None:
+    if url.lower().startswith("http://") and not get_settings().allow_http:
+        raise ParamInvalid("url must use https (http is not allowed by this deployment)", "url")
+
+
+def _check_policy(app_id: str, policy_id: str | None) -> None:
+    if policy_id and policy_id != DEFAULT_ID and policy_data.get(app_id, policy_id) is None:
+        raise ParamInvalid(f"retry policy {policy_id} not found", "retry_policy_id")
+
+
+def create(app_id: str, req: EndpointCreate, now_ms: int) -> tuple[EndpointModel, str]:
+    """Create an Endpoint; its signing secret is returned once."""
+    _check_scheme(req.url)
+    _check_policy(app_id, req.retry_policy_id)
+    secret = new_secret()
+    endpoint = EndpointModel(
+        app_id=app_id, endpoint_id=ids.new_id("ep", now_ms), created_at=now_ms, updated_at=now_ms,
+        secrets=[SigningSecret(secret=secret, created_at=now_ms)], **req.model_dump(),
+    )
+    data.put_new(endpoint)
+    return endpoint, secret
+
+
+def get(app_id: str, endpoint_id: str) -> EndpointModel:
+    endpoint = data.get(app_id, endpoint_id)
+    if endpoint is None:
+        raise NotFound(f"endpoint {endpoint_id} not found", "id")
+    return endpoint
+
+
+def update(app_id: str, endpoint_id: str, req: EndpointUpdate, now_ms: int) -> EndpointModel:
+    endpoint = get(app_id, endpoint_id)
+    changes = req.model_dump(exclude_unset=True)
+    nullable = {"description", "retry_policy_id"}
+    for field, value in changes.items():
+        if value is None and field not in nullable:
+            raise ParamInvalid(f"{field} cannot be null", field)
+    if "url" in changes:
+        _check_scheme(changes["url"])
+    if changes.get("retry_policy_id"):
+        _check_policy(app_id, changes["retry_policy_id"])
+    for field, value in changes.items():
+        setattr(endpoint, field, value)
+    endpoint.updated_at = now_ms
+    data.save(endpoint)
+    return endpoint
+
+
+def delete(app_id: str, endpoint_id: str) -> None:
+    data.delete(get(app_id, endpoint_id))
+
+
+def rotate_secret(app_id: str, endpoint_id: str, now_ms: int) -> tuple[EndpointModel, str]:
+    """A new secret signs from now on; the previous one keeps signing for 24 h so receivers can switch."""
+    endpoint = get(app_id, endpoint_id)
+    secret = new_secret()
+    keep = [s for s in endpoint.secrets if s.expires_at is None or s.expires_at > now_ms]
+    if keep:
+        current = keep[0]
+        current.expires_at = now_ms + ROTATION_OVERLAP_MS
+        keep = [current]
+    endpoint.secrets = [SigningSecret(secret=secret, created_at=now_ms), *keep]
+    endpoint.updated_at = now_ms
+    data.save(endpoint)
+    return endpoint, secret
+
+
+def active_secrets(endpoint: EndpointModel, now_ms: int) -> list[str]:
+    """Secrets that sign a delivery now: the current one, and the previous one during its overlap."""
+    return [str(s.secret) for s in endpoint.secrets if s.expires_at is None or s.expires_at > now_ms]

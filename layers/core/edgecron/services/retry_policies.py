@@ -1,0 +1,82 @@
+"""Retry Policy use cases, and the policy that applies to a run."""
+
+from __future__ import annotations
+
+from edgecron import ids
+from edgecron.data import endpoints as endpoint_data
+from edgecron.data import retry_policies as data
+from edgecron.data.models import RetryPolicyModel
+from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
+from edgecron.errors import Conflict, NotFound, ParamInvalid
+from edgecron.schemas.retry_policies import RetryPolicyCreate, RetryPolicyUpdate
+
+DEFAULT_ID = "default"
+
+
+def default_model() -> RetryPolicyModel:
+    """The built-in policy (3 attempts, fixed 300 s) used when an Endpoint names none."""
+    return RetryPolicyModel(policy_id=DEFAULT_ID, name="default", strategy=DEFAULT_POLICY.strategy,
+                            max_attempts=DEFAULT_POLICY.max_attempts,
+                            base_delay_sec=DEFAULT_POLICY.base_delay_sec,
+                            max_delay_sec=DEFAULT_POLICY.max_delay_sec, jitter=DEFAULT_POLICY.jitter)
+
+
+def _check(base: int, maximum: int) -> None:
+    if maximum < base:
+        raise ParamInvalid("max_delay_sec must be greater than or equal to base_delay_sec", "max_delay_sec")
+
+
+def create(app_id: str, req: RetryPolicyCreate, now_ms: int) -> RetryPolicyModel:
+    _check(req.base_delay_sec, req.max_delay_sec)
+    policy = RetryPolicyModel(app_id=app_id, policy_id=ids.new_id("rp", now_ms), created_at=now_ms,
+                              updated_at=now_ms, **req.model_dump())
+    data.put_new(policy)
+    return policy
+
+
+def get(app_id: str, policy_id: str) -> RetryPolicyModel:
+    if policy_id == DEFAULT_ID:
+        return default_model()
+    policy = data.get(app_id, policy_id)
+    if policy is None:
+        raise NotFound(f"retry policy {policy_id} not found", "id")
+    return policy
+
+
+def update(app_id: str, policy_id: str, req: RetryPolicyUpdate, now_ms: int) -> RetryPolicyModel:
+    if policy_id == DEFAULT_ID:
+        raise Conflict("the default retry policy cannot be changed; create your own", "id")
+    policy = get(app_id, policy_id)
+    changes = req.model_dump(exclude_unset=True)
+    for field, value in changes.items():
+        if value is None and field != "name":
+            raise ParamInvalid(f"{field} cannot be null", field)
+        setattr(policy, field, value)
+    _check(int(policy.base_delay_sec), int(policy.max_delay_sec))
+    policy.updated_at = now_ms
+    data.save(policy)
+    return policy
+
+
+def delete(app_id: str, policy_id: str) -> None:
+    if policy_id == DEFAULT_ID:
+        raise Conflict("the default retry policy cannot be deleted", "id")
+    policy = get(app_id, policy_id)
+    users = [ep.endpoint_id for ep in endpoint_data.all_for_app(app_id) if ep.retry_policy_id == policy_id]
+    if users:
+        raise Conflict(f"retry policy is used by {len(users)} endpoint(s), e.g. {users[0]}", "id")
+    data.delete(policy)
+
+
+def spec_of(policy: RetryPolicyModel) -> RetryPolicySpec:
+    return RetryPolicySpec(strategy=policy.strategy, max_attempts=int(policy.max_attempts),  # type: ignore[arg-type]
+                           base_delay_sec=int(policy.base_delay_sec),
+                           max_delay_sec=int(policy.max_delay_sec), jitter=bool(policy.jitter))
+
+
+def resolve_spec(app_id: str, policy_id: str | None) -> RetryPolicySpec:
+    """The policy a run follows; a policy deleted meanwhile falls back to the default."""
+    if not policy_id or policy_id == DEFAULT_ID:
+        return DEFAULT_POLICY
+    policy = data.get(app_id, policy_id)
+    return spec_of(policy) if policy is not None else DEFAULT_POLICY

@@ -1,0 +1,114 @@
+"""Task Run use cases for the API: direct runs, cancel, dead-letter replay."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from edgecron import clock, ids
+from edgecron.config import get_settings
+from edgecron.data import endpoints as endpoint_data
+from edgecron.data import runs as data
+from edgecron.data.models import TaskRunModel
+from edgecron.data.paging import Page
+from edgecron.data.queues import DeliveryMessage, send_deliveries
+from edgecron.domain import run_states as st
+from edgecron.errors import Conflict, NotFound, ParamInvalid, PayloadTooLarge
+from edgecron.schemas.common import MAX_PAYLOAD_BYTES
+from edgecron.schemas.task_runs import DeadLetterFilter, TaskRunCreate
+
+
+def check_payload(payload: Any, field: str = "payload") -> None:
+    size = len(json.dumps(payload, separators=(",", ":")).encode())
+    if size > MAX_PAYLOAD_BYTES:
+        raise PayloadTooLarge(f"{field} is {size} bytes; the maximum is {MAX_PAYLOAD_BYTES}", field)
+
+
+def enqueue_plan(deliver_at_ms: int, now_ms: int) -> tuple[bool, int]:
+    """(send now?, wake_at): runs due within the look-ahead are sent with DelaySeconds at once and
+    woken again only if their message goes missing; later ones wait for the scan."""
+    settings = get_settings()
+    if deliver_at_ms <= now_ms + settings.lookahead_sec * 1000:
+        return True, deliver_at_ms + settings.redispatch_after_sec * 1000
+    return False, deliver_at_ms
+
+
+def create_direct(app_id: str, req: TaskRunCreate, now: datetime) -> TaskRunModel:
+    now_ms = clock.to_ms(now)
+    if req.deliver_at is not None and req.delay_sec is not None:
+        raise ParamInvalid("give either deliver_at or delay_sec, not both", "delay_sec")
+    check_payload(req.payload)
+    endpoint = endpoint_data.get(app_id, req.endpoint_id)
+    if endpoint is None:
+        raise NotFound(f"endpoint {req.endpoint_id} not found", "endpoint_id")
+    if not endpoint.active:
+        raise Conflict(f"endpoint {req.endpoint_id} is inactive", "endpoint_id")
+    deliver_at_ms = now_ms
+    if req.deliver_at is not None:
+        deliver_at_ms = max(now_ms, clock.to_ms(req.deliver_at))
+    elif req.delay_sec:
+        deliver_at_ms = now_ms + req.delay_sec * 1000
+    send_now, wake_at = enqueue_plan(deliver_at_ms, now_ms)
+    run = data.new_run(run_id=ids.new_id("run", now_ms), app_id=app_id, endpoint_id=endpoint.endpoint_id,
+                       source="direct", source_id=None, payload=req.payload, deliver_at_ms=deliver_at_ms,
+                       wake_at_ms=wake_at, now_ms=now_ms)
+    data.put_new(run)
+    if send_now:
+        send_deliveries([DeliveryMessage(run.run_id, app_id, (deliver_at_ms - now_ms) / 1000)])
+    return run
+
+
+def get(app_id: str, run_id: str, now_ms: int) -> TaskRunModel:
+    run = data.get_for_app(app_id, run_id, now_ms)
+    if run is None:
+        raise NotFound(f"task run {run_id} not found", "id")
+    return run
+
+
+def cancel(app_id: str, run_id: str, now_ms: int) -> TaskRunModel:
+    run = get(app_id, run_id, now_ms)
+    if not data.cancel(run, now_ms, "cancelled by the API"):
+        current = get(app_id, run_id, now_ms)
+        raise Conflict(f"task run is {current.status}; only pending or retry_scheduled runs can be cancelled",
+                       "status", code="NOT_CANCELLABLE")
+    return get(app_id, run_id, now_ms)
+
+
+def replay(app_id: str, run_id: str, now_ms: int) -> TaskRunModel:
+    run = get(app_id, run_id, now_ms)
+    if run.status != st.DEAD_LETTER or not _replay(run, now_ms):
+        raise Conflict(f"task run is {run.status}; only dead letters can be replayed", "status",
+                       code="NOT_REPLAYABLE")
+    return get(app_id, run_id, now_ms)
+
+
+def _replay(run: TaskRunModel, now_ms: int) -> bool:
+    _, wake_at = enqueue_plan(now_ms, now_ms)
+    if not data.replay(run, now_ms, wake_at):
+        return False
+    send_deliveries([DeliveryMessage(run.run_id, run.app_id)])
+    return True
+
+
+@dataclass(frozen=True)
+class BulkReplay:
+    replayed: int
+    skipped: int
+    has_more: bool
+
+
+def dead_letters(app_id: str, filters: DeadLetterFilter, limit: int, cursor: dict[str, Any] | None,
+                 now_ms: int) -> Page[TaskRunModel]:
+    return data.dead_letters_page(
+        app_id, limit, cursor, now_ms, endpoint_id=filters.endpoint_id,
+        since_ms=clock.to_ms(filters.since) if filters.since else None,
+        until_ms=clock.to_ms(filters.until) if filters.until else None, error_kind=filters.error_kind)
+
+
+def replay_bulk(app_id: str, filters: DeadLetterFilter, now_ms: int) -> BulkReplay:
+    """Replay up to `limit` matching dead letters; call again while has_more is true."""
+    page = dead_letters(app_id, filters, filters.limit, None, now_ms)
+    replayed = sum(1 for run in page.items if _replay(run, now_ms))
+    return BulkReplay(replayed, len(page.items) - replayed, page.last_key is not None)

@@ -1,0 +1,134 @@
+"""Integration tests: real handlers in-process against moto, provisioned from template.yaml.
+
+moto is started when this conftest is imported, before any test module imports the core package
+(the PynamoDB models read their table names from the environment once)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+os.environ.update({
+    "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SECURITY_TOKEN": "testing",
+    "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
+    "POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING",
+    "POWERTOOLS_METRICS_NAMESPACE": "EdgeCron", "POWERTOOLS_SERVICE_NAME": "edgecron",
+})
+os.environ.pop("AWS_ENDPOINT_URL", None)
+
+from moto import mock_aws  # noqa: E402
+
+from edgecron_cli.local.provision import provision_from_template  # noqa: E402
+from tests.support.harness import ROOT, call_api, invoke, sqs_event  # noqa: E402
+
+ADMIN_KEY = "test-admin-key-0123456789"
+
+_mock = mock_aws()
+_mock.start()
+PROVISIONED = provision_from_template(ROOT / "template.yaml", secret_values={"AdminKeySecret": ADMIN_KEY})
+os.environ.update(PROVISIONED.environment())
+os.environ.update({"ALLOWED_CIDRS": "127.0.0.0/8,::1/128", "ALLOW_HTTP": "true", "CLAIM_SEC": "60"})
+
+from edgecron import clock  # noqa: E402
+from edgecron.config import get_settings  # noqa: E402
+
+get_settings.cache_clear()
+
+
+def queue(logical_id: str) -> Any:
+    return PROVISIONED.queues[logical_id]
+
+
+def drain_queues() -> None:
+    """Empty every queue, delayed and in-flight messages included (PurgeQueue is limited to 1/min)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.sqs.models import sqs_backends
+
+    backend = sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
+    for info in PROVISIONED.queues.values():
+        q = backend.queues[info.name]
+        q._messages.clear()
+        q._pending_messages.clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_state() -> Iterator[None]:
+    """Empty queues and the real clock for every test (moto's SQS slows down as queues grow)."""
+    drain_queues()
+    clock.set_clock(clock.SystemClock())
+    yield
+    clock.set_clock(clock.SystemClock())
+
+
+@pytest.fixture
+def admin_key() -> str:
+    return ADMIN_KEY
+
+
+def new_app(name: str = "test") -> tuple[str, str]:
+    resp = call_api("POST", "/v1/apps", body={"name": name}, key=ADMIN_KEY)
+    assert resp.status == 201, resp.body
+    return resp.body["app"]["id"], resp.body["api_key"]
+
+
+@pytest.fixture
+def app_key() -> str:
+    return new_app()[1]
+
+
+@pytest.fixture
+def other_app_key() -> str:
+    return new_app("other")[1]
+
+
+class Pump:
+    """Drive SQS → Lambda the way the event source mapping does, until the queues are quiet."""
+
+    def __init__(self) -> None:
+        import boto3
+
+        self.sqs = boto3.client("sqs", region_name="us-east-1")
+
+    def once(self, logical_id: str, function: str, batch: int = 10) -> int:
+        info = queue(logical_id)
+        got = self.sqs.receive_message(QueueUrl=info.url, MaxNumberOfMessages=batch, WaitTimeSeconds=0,
+                                       AttributeNames=["All"], MessageSystemAttributeNames=["All"])
+        messages = got.get("Messages", [])
+        if not messages:
+            return 0
+        result = invoke(function, sqs_event(messages, info.arn)) or {}
+        failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+        for m in messages:
+            if m["MessageId"] not in failed:
+                self.sqs.delete_message(QueueUrl=info.url, ReceiptHandle=m["ReceiptHandle"])
+        return len(messages)
+
+    def deliveries(self, *, quiet_for: float = 0.0, timeout: float = 15.0) -> int:
+        """Process delivery and retry messages; with quiet_for, wait that long for delayed ones."""
+        total = 0
+        deadline = time.time() + timeout
+        quiet_since = time.time()
+        while time.time() < deadline:
+            n = self.once("DeliveryQueue", "worker") + self.once("RetryQueue", "worker")
+            total += n
+            if n:
+                quiet_since = time.time()
+            elif time.time() - quiet_since >= quiet_for:
+                break
+            else:
+                time.sleep(0.05)
+        return total
+
+    def depth(self, logical_id: str) -> int:
+        attrs = self.sqs.get_queue_attributes(QueueUrl=queue(logical_id).url, AttributeNames=["All"])["Attributes"]
+        return int(attrs["ApproximateNumberOfMessages"]) + int(attrs["ApproximateNumberOfMessagesDelayed"]) + int(
+            attrs["ApproximateNumberOfMessagesNotVisible"])
+
+
+@pytest.fixture
+def pump() -> Pump:
+    return Pump()

@@ -1,0 +1,98 @@
+"""A real HTTP receiver on 127.0.0.1 for tests: scripted answers per path, every request recorded."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int = 200
+    body: bytes = b"ok"
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_sec: float = 0.0
+
+
+@dataclass(frozen=True)
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    at: float
+
+
+class Receiver:
+    """Answers each path with its queued replies (the last one repeats), records what arrived."""
+
+    def __init__(self) -> None:
+        self.requests: list[Received] = []
+        self._script: dict[str, deque[Reply]] = defaultdict(deque)
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                path = self.path.split("?", 1)[0]
+                with receiver._lock:
+                    receiver.requests.append(Received(self.command, path, {k.lower(): v for k, v in
+                                                                          self.headers.items()}, body, time.time()))
+                    queue = receiver._script[path]
+                    reply = queue.popleft() if len(queue) > 1 else (queue[0] if queue else Reply())
+                if reply.delay_sec:
+                    time.sleep(reply.delay_sec)
+                try:
+                    self.send_response(reply.status)
+                    for key, value in reply.headers.items():
+                        self.send_header(key, value)
+                    self.send_header("content-length", str(len(reply.body)))
+                    self.end_headers()
+                    self.wfile.write(reply.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def script(self, path: str, *replies: Reply) -> None:
+        with self._lock:
+            self._script[path] = deque(replies)
+
+    def received(self, path: str) -> list[Received]:
+        with self._lock:
+            return [r for r in self.requests if r.path == path]
+
+    def wait_for(self, path: str, count: int, timeout: float = 10.0) -> list[Received]:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            got = self.received(path)
+            if len(got) >= count:
+                return got
+            time.sleep(0.02)
+        return self.received(path)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

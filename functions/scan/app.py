@@ -15,5 +15,9 @@ from edgecron.services.scan import run_scan
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     rebuild = bool((event.get("detail") or {}).get("rebuild"))
     report = run_scan(clock.now(), rebuild=rebuild)
-    return {"runs_enqueued": report.runs_enqueued, "claims_released": report.claims_released,
-            **report.extra, "duration_ms": report.duration_ms}
+    return {
+        "runs_enqueued": report.runs_enqueued,
+        "claims_released": report.claims_released,
+        **report.extra,
+        "duration_ms": report.duration_ms,
+    }

@@ -12,18 +12,26 @@ from typing import Any
 
 import pytest
 
-os.environ.update({
-    "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SECURITY_TOKEN": "testing",
-    "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
-    "POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING",
-    "POWERTOOLS_METRICS_NAMESPACE": "EdgeCron", "POWERTOOLS_SERVICE_NAME": "edgecron",
-})
+os.environ.update(
+    {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SECURITY_TOKEN": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "POWERTOOLS_METRICS_NAMESPACE": "EdgeCron",
+        "POWERTOOLS_SERVICE_NAME": "edgecron",
+    }
+)
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
-from moto import mock_aws  # noqa: E402
+from moto import mock_aws
+from tests.support.harness import ROOT, call_api, invoke, sqs_event
 
-from edgecron_cli.local.provision import provision_from_template  # noqa: E402
-from tests.support.harness import ROOT, call_api, invoke, sqs_event  # noqa: E402
+from edgecron_cli.local.provision import provision_from_template
 
 ADMIN_KEY = "test-admin-key-0123456789"
 
@@ -95,8 +103,13 @@ class Pump:
 
     def once(self, logical_id: str, function: str, batch: int = 10) -> int:
         info = queue(logical_id)
-        got = self.sqs.receive_message(QueueUrl=info.url, MaxNumberOfMessages=batch, WaitTimeSeconds=0,
-                                       AttributeNames=["All"], MessageSystemAttributeNames=["All"])
+        got = self.sqs.receive_message(
+            QueueUrl=info.url,
+            MaxNumberOfMessages=batch,
+            WaitTimeSeconds=0,
+            AttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        )
         messages = got.get("Messages", [])
         if not messages:
             return 0
@@ -124,9 +137,14 @@ class Pump:
         return total
 
     def depth(self, logical_id: str) -> int:
-        attrs = self.sqs.get_queue_attributes(QueueUrl=queue(logical_id).url, AttributeNames=["All"])["Attributes"]
-        return int(attrs["ApproximateNumberOfMessages"]) + int(attrs["ApproximateNumberOfMessagesDelayed"]) + int(
-            attrs["ApproximateNumberOfMessagesNotVisible"])
+        attrs = self.sqs.get_queue_attributes(QueueUrl=queue(logical_id).url, AttributeNames=["All"])[
+            "Attributes"
+        ]
+        return (
+            int(attrs["ApproximateNumberOfMessages"])
+            + int(attrs["ApproximateNumberOfMessagesDelayed"])
+            + int(attrs["ApproximateNumberOfMessagesNotVisible"])
+        )
 
 
 @pytest.fixture

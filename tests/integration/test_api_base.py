@@ -4,7 +4,6 @@ the OpenAPI document, and Apps / Endpoints / Retry Policies."""
 from __future__ import annotations
 
 from standardwebhooks.webhooks import Webhook
-
 from tests.integration.conftest import new_app
 from tests.support.harness import call_api
 
@@ -29,8 +28,12 @@ def test_missing_or_bad_key_is_401_without_detail() -> None:
 
 
 def test_endpoint_crud_and_secret_shown_only_at_create_and_rotate(app_key: str) -> None:
-    created = call_api("POST", "/v1/endpoints", key=app_key,
-                       body={**EP, "filter_events": ["invoice.*"], "headers": {"X-Team": "a"}})
+    created = call_api(
+        "POST",
+        "/v1/endpoints",
+        key=app_key,
+        body={**EP, "filter_events": ["invoice.*"], "headers": {"X-Team": "a"}},
+    )
     assert created.status == 201, created.body
     ep = created.body
     assert ep["secret"].startswith("whsec_")
@@ -40,7 +43,9 @@ def test_endpoint_crud_and_secret_shown_only_at_create_and_rotate(app_key: str) 
     got = call_api("GET", f"/v1/endpoints/{ep['id']}", key=app_key)
     assert got.status == 200 and "secret" not in got.body and got.body["filter_events"] == ["invoice.*"]
 
-    patched = call_api("PATCH", f"/v1/endpoints/{ep['id']}", key=app_key, body={"active": False, "method": "PUT"})
+    patched = call_api(
+        "PATCH", f"/v1/endpoints/{ep['id']}", key=app_key, body={"active": False, "method": "PUT"}
+    )
     assert patched.status == 200 and patched.body["active"] is False and patched.body["method"] == "PUT"
 
     rotated = call_api("POST", f"/v1/endpoints/{ep['id']}/rotate-secret", key=app_key)
@@ -131,15 +136,27 @@ def test_idempotency_key_replays_and_conflicts(app_key: str) -> None:
     assert first.status == again.status == 201
     assert first.body == again.body
     assert again.headers.get("idempotent-replayed") == "true"
-    other = call_api("POST", "/v1/endpoints", key=app_key, body={"url": "http://127.0.0.1:9/other"},
-                     headers={"Idempotency-Key": "k1"})
+    other = call_api(
+        "POST",
+        "/v1/endpoints",
+        key=app_key,
+        body={"url": "http://127.0.0.1:9/other"},
+        headers={"Idempotency-Key": "k1"},
+    )
     assert other.status == 409 and other.body["error"]["code"] == "IDEMPOTENCY_KEY_REUSED"
     assert len(call_api("GET", "/v1/endpoints", key=app_key).body["data"]) == 1
     # a refused request does not burn its key
-    bad = call_api("POST", "/v1/endpoints", key=app_key, body={"url": "ftp://x"}, headers={"Idempotency-Key": "k2"})
+    bad = call_api(
+        "POST", "/v1/endpoints", key=app_key, body={"url": "ftp://x"}, headers={"Idempotency-Key": "k2"}
+    )
     assert bad.status == 400
-    ok = call_api("POST", "/v1/endpoints", key=app_key, body=EP | {"description": "d"},
-                  headers={"Idempotency-Key": "k2"})
+    ok = call_api(
+        "POST",
+        "/v1/endpoints",
+        key=app_key,
+        body=EP | {"description": "d"},
+        headers={"Idempotency-Key": "k2"},
+    )
     assert ok.status == 201
 
 
@@ -147,16 +164,31 @@ def test_retry_policies_crud_default_and_validation(app_key: str) -> None:
     default = call_api("GET", "/v1/retry-policies/default", key=app_key)
     assert default.status == 200
     assert (default.body["strategy"], default.body["max_attempts"], default.body["base_delay_sec"]) == (
-        "fixed", 3, 300)
-    created = call_api("POST", "/v1/retry-policies", key=app_key,
-                       body={"strategy": "exponential", "max_attempts": 6, "base_delay_sec": 2,
-                             "max_delay_sec": 60, "jitter": True})
+        "fixed",
+        3,
+        300,
+    )
+    created = call_api(
+        "POST",
+        "/v1/retry-policies",
+        key=app_key,
+        body={
+            "strategy": "exponential",
+            "max_attempts": 6,
+            "base_delay_sec": 2,
+            "max_delay_sec": 60,
+            "jitter": True,
+        },
+    )
     assert created.status == 201, created.body
     pid = created.body["id"]
-    for body, field in [({"max_attempts": 0}, "max_attempts"), ({"max_attempts": 21}, "max_attempts"),
-                        ({"strategy": "random"}, "strategy"),
-                        ({"base_delay_sec": 100, "max_delay_sec": 10}, "max_delay_sec"),
-                        ({"base_delay_sec": 86_401}, "base_delay_sec")]:
+    for body, field in [
+        ({"max_attempts": 0}, "max_attempts"),
+        ({"max_attempts": 21}, "max_attempts"),
+        ({"strategy": "random"}, "strategy"),
+        ({"base_delay_sec": 100, "max_delay_sec": 10}, "max_delay_sec"),
+        ({"base_delay_sec": 86_401}, "base_delay_sec"),
+    ]:
         resp = call_api("POST", "/v1/retry-policies", key=app_key, body=body)
         assert resp.status == 400 and resp.body["error"]["field"] == field, (body, resp.body)
     bad_patch = call_api("PATCH", f"/v1/retry-policies/{pid}", key=app_key, body={"max_delay_sec": 1})
@@ -167,16 +199,24 @@ def test_retry_policies_crud_default_and_validation(app_key: str) -> None:
     assert in_use.status == 409
     call_api("DELETE", f"/v1/endpoints/{ep['id']}", key=app_key)
     assert call_api("DELETE", f"/v1/retry-policies/{pid}", key=app_key).status == 204
-    assert call_api("PATCH", "/v1/retry-policies/default", key=app_key, body={"max_attempts": 2}).status == 409
+    assert (
+        call_api("PATCH", "/v1/retry-policies/default", key=app_key, body={"max_attempts": 2}).status == 409
+    )
 
 
 def test_openapi_and_docs_are_served() -> None:
     spec = call_api("GET", "/openapi.json")
     assert spec.status == 200
     paths = spec.body["paths"]
-    for path in ("/v1/apps", "/v1/endpoints", "/v1/endpoints/{endpoint_id}",
-                 "/v1/endpoints/{endpoint_id}/rotate-secret", "/v1/retry-policies",
-                 "/v1/retry-policies/{policy_id}", "/v1/task-runs"):
+    for path in (
+        "/v1/apps",
+        "/v1/endpoints",
+        "/v1/endpoints/{endpoint_id}",
+        "/v1/endpoints/{endpoint_id}/rotate-secret",
+        "/v1/retry-policies",
+        "/v1/retry-policies/{policy_id}",
+        "/v1/task-runs",
+    ):
         assert path in paths, path
     docs = call_api("GET", "/docs")
     assert docs.status == 200 and "swagger" in str(docs.body).lower()

@@ -57,9 +57,16 @@ def invoke(name: str, event: dict[str, Any]) -> Any:
     return load_function(name).lambda_handler(event, FakeContext(name))
 
 
-def api_event(method: str, path: str, *, body: Any = None, key: str | None = None,
-              headers: dict[str, str] | None = None, query: dict[str, str] | None = None,
-              raw_body: str | None = None) -> dict[str, Any]:
+def api_event(
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    key: str | None = None,
+    headers: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+    raw_body: str | None = None,
+) -> dict[str, Any]:
     event = load_event("api-list-endpoints.json")
     hdrs = {"content-type": "application/json", "user-agent": "pytest"}
     if key:
@@ -103,13 +110,22 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
     records = []
     for m in messages:
         attrs = m.get("Attributes", {})
-        records.append({
-            "messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
-            "attributes": {"ApproximateReceiveCount": attrs.get("ApproximateReceiveCount", "1"),
-                           "SentTimestamp": attrs.get("SentTimestamp", str(int(time.time() * 1000))),
-                           "SenderId": "AIDAEXAMPLE",
-                           "ApproximateFirstReceiveTimestamp": attrs.get("ApproximateFirstReceiveTimestamp", "0")},
-            "messageAttributes": {}, "md5OfBody": m.get("MD5OfBody", ""), "eventSource": "aws:sqs",
-            "eventSourceARN": queue_arn, "awsRegion": "us-east-1",
-        })
+        records.append(
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": {
+                    "ApproximateReceiveCount": attrs.get("ApproximateReceiveCount", "1"),
+                    "SentTimestamp": attrs.get("SentTimestamp", str(int(time.time() * 1000))),
+                    "SenderId": "AIDAEXAMPLE",
+                    "ApproximateFirstReceiveTimestamp": attrs.get("ApproximateFirstReceiveTimestamp", "0"),
+                },
+                "messageAttributes": {},
+                "md5OfBody": m.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": "us-east-1",
+            }
+        )
     return {"Records": records}

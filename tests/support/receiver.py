@@ -43,8 +43,15 @@ class Receiver:
                 body = self.rfile.read(length) if length else b""
                 path = self.path.split("?", 1)[0]
                 with receiver._lock:
-                    receiver.requests.append(Received(self.command, path, {k.lower(): v for k, v in
-                                                                          self.headers.items()}, body, time.time()))
+                    receiver.requests.append(
+                        Received(
+                            self.command,
+                            path,
+                            {k.lower(): v for k, v in self.headers.items()},
+                            body,
+                            time.time(),
+                        )
+                    )
                     queue = receiver._script[path]
                     reply = queue.popleft() if len(queue) > 1 else (queue[0] if queue else Reply())
                 if reply.delay_sec:

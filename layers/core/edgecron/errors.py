@@ -7,8 +7,9 @@ class ApiError(Exception):
     status = 400
     code = "BAD_REQUEST"
 
-    def __init__(self, message: str, field: str | None = None, *, code: str | None = None,
-                 status: int | None = None) -> None:
+    def __init__(
+        self, message: str, field: str | None = None, *, code: str | None = None, status: int | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.field = field

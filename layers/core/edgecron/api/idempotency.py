@@ -21,8 +21,9 @@ IdempotencyKey = Annotated[
 ]
 
 
-def run_once(app_id: str, scope: str, key: str | None, request: Any,
-             create: Callable[[], tuple[int, dict[str, Any]]]) -> Response[str]:
+def run_once(
+    app_id: str, scope: str, key: str | None, request: Any, create: Callable[[], tuple[int, dict[str, Any]]]
+) -> Response[str]:
     """Run `create` once per (App, scope, key); replay its stored response afterwards."""
     if key is None:
         status, body = create()
@@ -34,13 +35,22 @@ def run_once(app_id: str, scope: str, key: str | None, request: Any,
     existing = store.claim(idem_key, request_hash, clock.to_ms(clock.now()))
     if existing is not None:
         if existing.request_hash != request_hash:
-            raise Conflict("Idempotency-Key was already used with a different request",
-                           "Idempotency-Key", code="IDEMPOTENCY_KEY_REUSED")
+            raise Conflict(
+                "Idempotency-Key was already used with a different request",
+                "Idempotency-Key",
+                code="IDEMPOTENCY_KEY_REUSED",
+            )
         if existing.status != "done" or existing.response_body is None:
-            raise Conflict("a request with this Idempotency-Key is still in progress", "Idempotency-Key",
-                           code="IDEMPOTENCY_IN_PROGRESS")
-        return json_response(existing.response_status or 200, json.loads(existing.response_body),
-                             headers={"idempotent-replayed": "true"})
+            raise Conflict(
+                "a request with this Idempotency-Key is still in progress",
+                "Idempotency-Key",
+                code="IDEMPOTENCY_IN_PROGRESS",
+            )
+        return json_response(
+            existing.response_status or 200,
+            json.loads(existing.response_body),
+            headers={"idempotent-replayed": "true"},
+        )
     try:
         status, body = create()
     except Exception:

@@ -34,7 +34,10 @@ def decode_cursor(cursor: str | None, hash_key_name: str, hash_key_value: str) -
     except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
         raise ParamInvalid("cursor is not valid", "cursor") from exc
     if not isinstance(key, dict) or not all(
-        isinstance(v, dict) and len(v) == 1 and next(iter(v)) in {"S", "N"} and isinstance(next(iter(v.values())), str)
+        isinstance(v, dict)
+        and len(v) == 1
+        and next(iter(v)) in {"S", "N"}
+        and isinstance(next(iter(v.values())), str)
         for v in key.values()
     ):
         raise ParamInvalid("cursor is not valid", "cursor")

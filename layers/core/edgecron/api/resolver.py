@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, SecurityScheme
 from pydantic import ValidationError
 
 from edgecron import __version__
@@ -22,7 +20,9 @@ from edgecron.observability import logger
 ROUTERS = [apps.router, endpoints.router, retry_policies.router, task_runs.router]
 TITLE = "EdgeCron API"
 ADMIN_PREFIX = "/v1/apps"
-SECURITY = {"bearerAuth": HTTPBearer(description="an App API key (ek_…) or, for /v1/apps, the admin key")}
+SECURITY: dict[str, SecurityScheme] = {
+    "bearerAuth": HTTPBearer(description="an App API key (ek_…) or, for /v1/apps, the admin key")
+}
 
 
 def _bearer(headers: dict[str, str]) -> str | None:
@@ -101,8 +101,13 @@ def build_api() -> APIGatewayHttpResolver:
         logger.exception("unhandled error")
         return json_response(500, {"error": {"code": "INTERNAL", "message": "internal error"}})
 
-    api.enable_swagger(path="/docs", title=TITLE, version=__version__, security_schemes=SECURITY,
-                       security=[{"bearerAuth": []}])
+    api.enable_swagger(
+        path="/docs",
+        title=TITLE,
+        version=__version__,
+        security_schemes=SECURITY,
+        security=[{"bearerAuth": []}],
+    )
 
     @api.get("/openapi.json", include_in_schema=False)
     def _openapi() -> Response[str]:
@@ -112,8 +117,6 @@ def build_api() -> APIGatewayHttpResolver:
 
 
 def openapi_json(api: APIGatewayHttpResolver) -> str:
-    return api.get_openapi_json_schema(title=TITLE, version=__version__, security_schemes=SECURITY,
-                                       security=[{"bearerAuth": []}])
-
-
-Handler = Callable[[dict[str, object], object], dict[str, object]]
+    return api.get_openapi_json_schema(
+        title=TITLE, version=__version__, security_schemes=SECURITY, security=[{"bearerAuth": []}]
+    )

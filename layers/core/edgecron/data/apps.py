@@ -22,8 +22,9 @@ def hash_key(key: str) -> str:
 
 def create_app(name: str, now_ms: int, monthly_quota: int | None = None) -> tuple[AppModel, str]:
     """Create an App with its first API key; the key is returned once and stored hashed."""
-    app = AppModel(app_id=ids.new_id("app", now_ms), name=name, created_at=now_ms,
-                   monthly_quota=monthly_quota)
+    app = AppModel(
+        app_id=ids.new_id("app", now_ms), name=name, created_at=now_ms, monthly_quota=monthly_quota
+    )
     app.save(condition=AppModel.app_id.does_not_exist())
     key = create_key(app.app_id, now_ms)
     return app, key
@@ -54,8 +55,13 @@ def get_app(app_id: str) -> AppModel | None:
 
 def set_quota(app_id: str, monthly_quota: int | None) -> AppModel:
     app = AppModel.get(app_id)
-    app.update(actions=[AppModel.monthly_quota.set(monthly_quota) if monthly_quota is not None
-                        else AppModel.monthly_quota.remove()])
+    app.update(
+        actions=[
+            AppModel.monthly_quota.set(monthly_quota)
+            if monthly_quota is not None
+            else AppModel.monthly_quota.remove()
+        ]
+    )
     return app
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import boto3
@@ -13,7 +13,7 @@ from edgecron.config import get_settings
 _CONFIG = Config(retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=3, read_timeout=10)
 
 
-@lru_cache(maxsize=None)
+@cache
 def client(service: str) -> Any:
     return boto3.session.Session().client(service, region_name=get_settings().region, config=_CONFIG)
 

@@ -20,16 +20,11 @@ from edgecron.config import get_settings
 _settings = get_settings()
 
 
-def _meta(table: str) -> type:
+class AppModel(Model):
     class Meta:
-        table_name = table
+        table_name = _settings.apps_table
         region = _settings.region
 
-    return Meta
-
-
-class AppModel(Model):
-    Meta = _meta(_settings.apps_table)
     app_id = UnicodeAttribute(hash_key=True)
     name = UnicodeAttribute()
     monthly_quota = NumberAttribute(null=True)
@@ -39,7 +34,10 @@ class AppModel(Model):
 class ApiKeyModel(Model):
     """Keys are stored as SHA-256 hashes; the lookup by hash is one GetItem."""
 
-    Meta = _meta(_settings.api_keys_table)
+    class Meta:
+        table_name = _settings.api_keys_table
+        region = _settings.region
+
     key_hash = UnicodeAttribute(hash_key=True)
     app_id = UnicodeAttribute()
     prefix = UnicodeAttribute()
@@ -53,7 +51,10 @@ class SigningSecret(MapAttribute[str, Any]):
 
 
 class EndpointModel(Model):
-    Meta = _meta(_settings.endpoints_table)
+    class Meta:
+        table_name = _settings.endpoints_table
+        region = _settings.region
+
     app_id = UnicodeAttribute(hash_key=True)
     endpoint_id = UnicodeAttribute(range_key=True)
     url = UnicodeAttribute()
@@ -70,7 +71,10 @@ class EndpointModel(Model):
 
 
 class RetryPolicyModel(Model):
-    Meta = _meta(_settings.retry_policies_table)
+    class Meta:
+        table_name = _settings.retry_policies_table
+        region = _settings.region
+
     app_id = UnicodeAttribute(hash_key=True)
     policy_id = UnicodeAttribute(range_key=True)
     name = UnicodeAttribute(null=True)
@@ -93,7 +97,10 @@ class DueIndex(GlobalSecondaryIndex["ScheduleModel"]):
 
 
 class ScheduleModel(Model):
-    Meta = _meta(_settings.schedules_table)
+    class Meta:
+        table_name = _settings.schedules_table
+        region = _settings.region
+
     app_id = UnicodeAttribute(hash_key=True)
     schedule_id = UnicodeAttribute(range_key=True)
     name = UnicodeAttribute(null=True)
@@ -127,7 +134,10 @@ class UndispatchedIndex(GlobalSecondaryIndex["FireModel"]):
 
 
 class FireModel(Model):
-    Meta = _meta(_settings.fires_table)
+    class Meta:
+        table_name = _settings.fires_table
+        region = _settings.region
+
     schedule_id = UnicodeAttribute(hash_key=True)
     fire_at = NumberAttribute(range_key=True)
     app_id = UnicodeAttribute()
@@ -172,7 +182,10 @@ class DeadLetterIndex(GlobalSecondaryIndex["TaskRunModel"]):
 
 
 class TaskRunModel(Model):
-    Meta = _meta(_settings.task_runs_table)
+    class Meta:
+        table_name = _settings.task_runs_table
+        region = _settings.region
+
     run_id = UnicodeAttribute(hash_key=True)
     app_id = UnicodeAttribute()
     endpoint_id = UnicodeAttribute()
@@ -207,7 +220,10 @@ class TaskRunModel(Model):
 
 
 class AttemptModel(Model):
-    Meta = _meta(_settings.attempts_table)
+    class Meta:
+        table_name = _settings.attempts_table
+        region = _settings.region
+
     run_id = UnicodeAttribute(hash_key=True)
     seq = NumberAttribute(range_key=True)
     app_id = UnicodeAttribute()
@@ -226,7 +242,10 @@ class AttemptModel(Model):
 
 
 class EventModel(Model):
-    Meta = _meta(_settings.events_table)
+    class Meta:
+        table_name = _settings.events_table
+        region = _settings.region
+
     app_id = UnicodeAttribute(hash_key=True)
     event_id = UnicodeAttribute(range_key=True)
     name = UnicodeAttribute()
@@ -239,7 +258,10 @@ class EventModel(Model):
 
 
 class UsageModel(Model):
-    Meta = _meta(_settings.usage_table)
+    class Meta:
+        table_name = _settings.usage_table
+        region = _settings.region
+
     app_id = UnicodeAttribute(hash_key=True)
     month = UnicodeAttribute(range_key=True)
     schedule = NumberAttribute(default=0)
@@ -248,7 +270,10 @@ class UsageModel(Model):
 
 
 class NotificationModel(Model):
-    Meta = _meta(_settings.notifications_table)
+    class Meta:
+        table_name = _settings.notifications_table
+        region = _settings.region
+
     app_id = UnicodeAttribute(hash_key=True)
     notification_id = UnicodeAttribute(range_key=True)
     kind = UnicodeAttribute()
@@ -260,7 +285,10 @@ class NotificationModel(Model):
 
 
 class IdempotencyModel(Model):
-    Meta = _meta(_settings.idempotency_table)
+    class Meta:
+        table_name = _settings.idempotency_table
+        region = _settings.region
+
     idem_key = UnicodeAttribute(hash_key=True)
     request_hash = UnicodeAttribute()
     status = UnicodeAttribute()  # in_progress | done

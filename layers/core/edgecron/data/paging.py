@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 
 @dataclass
-class Page(Generic[T]):
+class Page[T]:
     items: list[T]
     last_key: dict[str, Any] | None
 

@@ -35,9 +35,11 @@ def send_deliveries(messages: Sequence[DeliveryMessage], *, retry: bool = False)
     url = settings.retry_queue_url if retry else settings.delivery_queue_url
     failed: list[str] = []
     for start in range(0, len(messages), 10):
-        chunk = messages[start:start + 10]
-        entries = [{"Id": str(i), "MessageBody": m.body(), "DelaySeconds": _delay(m.delay_sec)}
-                   for i, m in enumerate(chunk)]
+        chunk = messages[start : start + 10]
+        entries = [
+            {"Id": str(i), "MessageBody": m.body(), "DelaySeconds": _delay(m.delay_sec)}
+            for i, m in enumerate(chunk)
+        ]
         try:
             result = client("sqs").send_message_batch(QueueUrl=url, Entries=entries)
         except Exception:

@@ -27,14 +27,38 @@ def created_key(created_ms: int, run_id: str) -> str:
     return f"{created_ms:013d}#{run_id}"
 
 
-def new_run(*, run_id: str, app_id: str, endpoint_id: str, source: str, source_id: str | None,
-            payload: Any, deliver_at_ms: int, wake_at_ms: int, now_ms: int, fire_at: int | None = None,
-            retry_policy_id: str | None = None) -> TaskRunModel:
-    return M(run_id=run_id, app_id=app_id, endpoint_id=endpoint_id, source=source, source_id=source_id,
-             fire_at=fire_at, payload=payload, retry_policy_id=retry_policy_id, status=st.PENDING,
-             deliver_at=deliver_at_ms, wake_shard=ids.shard_of(run_id, get_settings().shards),
-             wake_at=wake_at_ms, created_at=now_ms, updated_at=now_ms,
-             created_key=created_key(now_ms, run_id), expires_at=expires_at_s(now_ms))
+def new_run(
+    *,
+    run_id: str,
+    app_id: str,
+    endpoint_id: str,
+    source: str,
+    source_id: str | None,
+    payload: Any,
+    deliver_at_ms: int,
+    wake_at_ms: int,
+    now_ms: int,
+    fire_at: int | None = None,
+    retry_policy_id: str | None = None,
+) -> TaskRunModel:
+    return M(
+        run_id=run_id,
+        app_id=app_id,
+        endpoint_id=endpoint_id,
+        source=source,
+        source_id=source_id,
+        fire_at=fire_at,
+        payload=payload,
+        retry_policy_id=retry_policy_id,
+        status=st.PENDING,
+        deliver_at=deliver_at_ms,
+        wake_shard=ids.shard_of(run_id, get_settings().shards),
+        wake_at=wake_at_ms,
+        created_at=now_ms,
+        updated_at=now_ms,
+        created_key=created_key(now_ms, run_id),
+        expires_at=expires_at_s(now_ms),
+    )
 
 
 def put_new(run: TaskRunModel) -> bool:
@@ -95,9 +119,16 @@ def _owned(run: TaskRunModel) -> Any:
 
 
 def _terminal_actions(status: str, now_ms: int) -> list[Any]:
-    return [M.status.set(status), M.finished_at.set(now_ms), M.updated_at.set(now_ms),
-            M.wake_shard.remove(), M.wake_at.remove(), M.claim_token.remove(), M.claim_expires_at.remove(),
-            M.next_retry_at.remove()]
+    return [
+        M.status.set(status),
+        M.finished_at.set(now_ms),
+        M.updated_at.set(now_ms),
+        M.wake_shard.remove(),
+        M.wake_at.remove(),
+        M.claim_token.remove(),
+        M.claim_expires_at.remove(),
+        M.next_retry_at.remove(),
+    ]
 
 
 def _update(run: TaskRunModel, actions: list[Any], condition: Any) -> bool:
@@ -118,8 +149,15 @@ def _result_actions(status_code: int | None, error: str | None, error_kind: str 
     ]
 
 
-def finish(run: TaskRunModel, status: str, now_ms: int, *, status_code: int | None = None,
-           error: str | None = None, error_kind: str | None = None) -> bool:
+def finish(
+    run: TaskRunModel,
+    status: str,
+    now_ms: int,
+    *,
+    status_code: int | None = None,
+    error: str | None = None,
+    error_kind: str | None = None,
+) -> bool:
     """End the claimed run: success, failed or dead_letter."""
     actions = _terminal_actions(status, now_ms) + _result_actions(status_code, error, error_kind)
     if status == st.DEAD_LETTER:
@@ -127,13 +165,26 @@ def finish(run: TaskRunModel, status: str, now_ms: int, *, status_code: int | No
     return _update(run, actions, _owned(run))
 
 
-def schedule_retry(run: TaskRunModel, due_ms: int, wake_at_ms: int, now_ms: int, *,
-                   status_code: int | None, error: str | None, error_kind: str | None) -> bool:
+def schedule_retry(
+    run: TaskRunModel,
+    due_ms: int,
+    wake_at_ms: int,
+    now_ms: int,
+    *,
+    status_code: int | None,
+    error: str | None,
+    error_kind: str | None,
+) -> bool:
     """Store the retry (status, due time, wake time) before any message announces it."""
     actions = [
-        M.status.set(st.RETRY_SCHEDULED), M.next_retry_at.set(due_ms), M.deliver_at.set(due_ms),
-        M.wake_at.set(wake_at_ms), M.claim_token.remove(), M.claim_expires_at.remove(),
-        M.updated_at.set(now_ms), *_result_actions(status_code, error, error_kind),
+        M.status.set(st.RETRY_SCHEDULED),
+        M.next_retry_at.set(due_ms),
+        M.deliver_at.set(due_ms),
+        M.wake_at.set(wake_at_ms),
+        M.claim_token.remove(),
+        M.claim_expires_at.remove(),
+        M.updated_at.set(now_ms),
+        *_result_actions(status_code, error, error_kind),
     ]
     return _update(run, actions, _owned(run))
 
@@ -145,15 +196,23 @@ def cancel(run: TaskRunModel, now_ms: int, reason: str) -> bool:
 
 def mark_enqueued(run: TaskRunModel, wake_at_ms: int) -> bool:
     """After the scan enqueued a waiting run: look again only if the message went missing."""
-    return _update(run, [M.wake_at.set(wake_at_ms)],
-                   M.status.is_in(*st.WAITING) & (M.wake_at == run.wake_at))
+    return _update(run, [M.wake_at.set(wake_at_ms)], M.status.is_in(*st.WAITING) & (M.wake_at == run.wake_at))
 
 
 def release_expired_claim(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:
     """A worker died holding the run and its message is gone: make it deliverable again."""
-    return _update(run, [M.status.set(st.PENDING), M.deliver_at.set(now_ms), M.wake_at.set(wake_at_ms),
-                         M.claim_token.remove(), M.claim_expires_at.remove(), M.updated_at.set(now_ms)],
-                   (M.status == st.RUNNING) & (M.claim_token == run.claim_token) & (M.claim_expires_at < now_ms))
+    return _update(
+        run,
+        [
+            M.status.set(st.PENDING),
+            M.deliver_at.set(now_ms),
+            M.wake_at.set(wake_at_ms),
+            M.claim_token.remove(),
+            M.claim_expires_at.remove(),
+            M.updated_at.set(now_ms),
+        ],
+        (M.status == st.RUNNING) & (M.claim_token == run.claim_token) & (M.claim_expires_at < now_ms),
+    )
 
 
 def drop_from_wake_index(run: TaskRunModel) -> bool:
@@ -162,18 +221,29 @@ def drop_from_wake_index(run: TaskRunModel) -> bool:
 
 def poison(run: TaskRunModel, now_ms: int, reason: str) -> bool:
     """A message the queue gave up on: its run becomes a dead letter unless it already finished."""
-    actions = [*_terminal_actions(st.DEAD_LETTER, now_ms), M.last_error.set(reason),
-               M.last_error_kind.set("poison"), M.dl_app_id.set(run.app_id),
-               M.dead_key.set(created_key(now_ms, run.run_id))]
+    actions = [
+        *_terminal_actions(st.DEAD_LETTER, now_ms),
+        M.last_error.set(reason),
+        M.last_error_kind.set("poison"),
+        M.dl_app_id.set(run.app_id),
+        M.dead_key.set(created_key(now_ms, run.run_id)),
+    ]
     return _update(run, actions, M.status.is_in(st.PENDING, st.RETRY_SCHEDULED, st.RUNNING))
 
 
 def replay(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:
     """A dead letter starts a new attempt series; earlier attempts stay visible."""
     actions = [
-        M.status.set(st.PENDING), M.series.add(1), M.attempt_count.set(0), M.deliver_at.set(now_ms),
-        M.wake_shard.set(ids.shard_of(run.run_id, get_settings().shards)), M.wake_at.set(wake_at_ms),
-        M.dl_app_id.remove(), M.dead_key.remove(), M.finished_at.remove(), M.updated_at.set(now_ms),
+        M.status.set(st.PENDING),
+        M.series.add(1),
+        M.attempt_count.set(0),
+        M.deliver_at.set(now_ms),
+        M.wake_shard.set(ids.shard_of(run.run_id, get_settings().shards)),
+        M.wake_at.set(wake_at_ms),
+        M.dl_app_id.remove(),
+        M.dead_key.remove(),
+        M.finished_at.remove(),
+        M.updated_at.set(now_ms),
         M.expires_at.set(expires_at_s(now_ms)),
     ]
     return _update(run, actions, M.status == st.DEAD_LETTER)
@@ -188,9 +258,17 @@ def _alive(now_ms: int) -> Any:
     return M.expires_at.does_not_exist() | (M.expires_at > now_ms // 1000)
 
 
-def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: int, *,
-              status: str | None = None, endpoint_id: str | None = None, source: str | None = None,
-              source_id: str | None = None) -> Page[TaskRunModel]:
+def list_page(
+    app_id: str,
+    limit: int,
+    cursor: dict[str, Any] | None,
+    now_ms: int,
+    *,
+    status: str | None = None,
+    endpoint_id: str | None = None,
+    source: str | None = None,
+    source_id: str | None = None,
+) -> Page[TaskRunModel]:
     cond = _alive(now_ms)
     if status:
         cond &= M.status == status
@@ -203,10 +281,18 @@ def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: in
     return query_page(M, app_id, limit, cursor, index=M.by_app, filter_condition=cond)
 
 
-def dead_letters_page(app_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: int, *,
-                      endpoint_id: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
-                      error_kind: str | None = None) -> Page[TaskRunModel]:
-    rk = None
+def dead_letters_page(
+    app_id: str,
+    limit: int,
+    cursor: dict[str, Any] | None,
+    now_ms: int,
+    *,
+    endpoint_id: str | None = None,
+    since_ms: int | None = None,
+    until_ms: int | None = None,
+    error_kind: str | None = None,
+) -> Page[TaskRunModel]:
+    rk: Any = None
     if since_ms is not None and until_ms is not None:
         rk = M.dead_key.between(f"{since_ms:013d}", f"{until_ms:013d}~")
     elif since_ms is not None:
@@ -218,4 +304,6 @@ def dead_letters_page(app_id: str, limit: int, cursor: dict[str, Any] | None, no
         cond &= M.endpoint_id == endpoint_id
     if error_kind:
         cond &= M.last_error_kind == error_kind
-    return query_page(M, app_id, limit, cursor, index=M.dead_letters, range_key_condition=rk, filter_condition=cond)
+    return query_page(
+        M, app_id, limit, cursor, index=M.dead_letters, range_key_condition=rk, filter_condition=cond
+    )

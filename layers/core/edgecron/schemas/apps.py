@@ -9,8 +9,12 @@ from edgecron.schemas.common import Name, Strict
 
 class AppCreate(Strict):
     name: Name
-    monthly_quota: int | None = Field(default=None, ge=1, le=10**12,
-                                      description="billable triggers per calendar month (UTC); none = unlimited")
+    monthly_quota: int | None = Field(
+        default=None,
+        ge=1,
+        le=10**12,
+        description="billable triggers per calendar month (UTC); none = unlimited",
+    )
 
 
 class AppOut(BaseModel):

@@ -64,8 +64,11 @@ class EndpointCreate(Strict):
     headers: Headers = Field(default_factory=dict)
     timeout_ms: TimeoutMs = 10_000
     retry_policy_id: Id | None = None
-    filter_events: list[EventPattern] = Field(default_factory=list, max_length=50,
-                                              description="event names or patterns (invoice.*, *); empty = none")
+    filter_events: list[EventPattern] = Field(
+        default_factory=list,
+        max_length=50,
+        description="event names or patterns (invoice.*, *); empty = none",
+    )
     active: bool = True
 
     @field_validator("filter_events")

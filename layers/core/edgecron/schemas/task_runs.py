@@ -8,10 +8,23 @@ from pydantic import AwareDatetime, BaseModel, Field
 
 from edgecron.schemas.common import Id, Page, Strict
 
-RunStatusName = Literal["pending", "running", "success", "failed", "retry_scheduled", "dead_letter", "cancelled"]
+RunStatusName = Literal[
+    "pending", "running", "success", "failed", "retry_scheduled", "dead_letter", "cancelled"
+]
 SourceName = Literal["direct", "schedule", "event"]
-ErrorKindName = Literal["timeout", "network", "http_4xx", "http_5xx", "http_429", "redirect",
-                        "endpoint_inactive", "endpoint_deleted", "refused", "poison", "quota"]
+ErrorKindName = Literal[
+    "timeout",
+    "network",
+    "http_4xx",
+    "http_5xx",
+    "http_429",
+    "redirect",
+    "endpoint_inactive",
+    "endpoint_deleted",
+    "refused",
+    "poison",
+    "quota",
+]
 MAX_DELAY_SEC = 365 * 86_400
 
 

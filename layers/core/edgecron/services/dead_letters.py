@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from edgecron import clock
 from edgecron.data import runs as run_data
+from edgecron.domain import run_states as st
 from edgecron.observability import DEAD_LETTERED, count, logger
 from edgecron.services.delivery import after_run_finished, parse_message
-from edgecron.domain import run_states as st
 
 
 def handle_poison(body: str, receive_count: int) -> str:

@@ -47,8 +47,11 @@ class DeliveryReport:
 def parse_message(body: str) -> tuple[str, str]:
     """(run_id, app_id) from a delivery message; ValueError for a malformed (poison) one."""
     data = json.loads(body)
-    if not isinstance(data, dict) or not isinstance(data.get("run_id"), str) or not isinstance(
-            data.get("app_id"), str):
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("run_id"), str)
+        or not isinstance(data.get("app_id"), str)
+    ):
         raise ValueError("delivery message needs string run_id and app_id")
     return data["run_id"], data["app_id"]
 
@@ -64,7 +67,9 @@ def deliver(run_id: str) -> DeliveryReport:
     if endpoint is None:
         return _conclude(run, None, now, None, AttemptResult(None, "endpoint deleted", "endpoint_deleted"))
     if not endpoint.active:
-        return _conclude(run, endpoint, now, None, AttemptResult(None, "endpoint inactive", "endpoint_inactive"))
+        return _conclude(
+            run, endpoint, now, None, AttemptResult(None, "endpoint inactive", "endpoint_inactive")
+        )
     outcome = _attempt(run, endpoint, now_ms)
     return _conclude(run, endpoint, clock.now(), outcome, outcome.result)
 
@@ -77,8 +82,9 @@ def _not_claimed(run_id: str, now_ms: int) -> DeliveryReport:
         if delay <= MAX_DELAY_SEC:
             send_deliveries([DeliveryMessage(run.run_id, run.app_id, delay)], retry=True)
             return DeliveryReport(run_id, "requeued")
-    logger.info("delivery message dropped", extra={"run_id": run_id,
-                                                   "status": run.status if run else "missing"})
+    logger.info(
+        "delivery message dropped", extra={"run_id": run_id, "status": run.status if run else "missing"}
+    )
     return DeliveryReport(run_id, "skipped")
 
 
@@ -90,8 +96,12 @@ def _request_body(run: TaskRunModel, method: str) -> bytes | None:
 
 def _attempt(run: TaskRunModel, endpoint: EndpointModel, now_ms: int) -> HttpOutcome:
     body = _request_body(run, endpoint.method)
-    headers = {**dict(endpoint.headers or {}), "user-agent": USER_AGENT,
-               "content-type": "application/json", "edgecron-attempt": str(int(run.attempt_count))}
+    headers = {
+        **dict(endpoint.headers or {}),
+        "user-agent": USER_AGENT,
+        "content-type": "application/json",
+        "edgecron-attempt": str(int(run.attempt_count)),
+    }
     secrets = endpoint_service.active_secrets(endpoint, now_ms)
     headers.update(webhook_headers(secrets, run.run_id, now_ms // 1000, body or b""))
     return send(endpoint.method, endpoint.url, headers, body, int(endpoint.timeout_ms))
@@ -103,20 +113,37 @@ def _trace_id() -> str | None:
     return root
 
 
-def _record(run: TaskRunModel, outcome: HttpOutcome | None, result: AttemptResult, decision: Decision,
-            started_ms: int) -> None:
-    attempt_data.put(AttemptModel(
-        run_id=run.run_id, seq=int(run.total_attempts), app_id=run.app_id, attempt_no=int(run.attempt_count),
-        series=int(run.series), request_id=uuid.uuid4().hex, status_code=result.status_code,
-        latency_ms=outcome.latency_ms if outcome else 0,
-        response_summary=outcome.response_summary if outcome else None, error=result.error,
-        error_kind=result.error_kind, outcome=decision.outcome, trace_id=_trace_id(), started_at=started_ms,
-        expires_at=expires_at_s(started_ms),
-    ))
+def _record(
+    run: TaskRunModel, outcome: HttpOutcome | None, result: AttemptResult, decision: Decision, started_ms: int
+) -> None:
+    attempt_data.put(
+        AttemptModel(
+            run_id=run.run_id,
+            seq=int(run.total_attempts),
+            app_id=run.app_id,
+            attempt_no=int(run.attempt_count),
+            series=int(run.series),
+            request_id=uuid.uuid4().hex,
+            status_code=result.status_code,
+            latency_ms=outcome.latency_ms if outcome else 0,
+            response_summary=outcome.response_summary if outcome else None,
+            error=result.error,
+            error_kind=result.error_kind,
+            outcome=decision.outcome,
+            trace_id=_trace_id(),
+            started_at=started_ms,
+            expires_at=expires_at_s(started_ms),
+        )
+    )
 
 
-def _conclude(run: TaskRunModel, endpoint: EndpointModel | None, now: datetime, outcome: HttpOutcome | None,
-              result: AttemptResult) -> DeliveryReport:
+def _conclude(
+    run: TaskRunModel,
+    endpoint: EndpointModel | None,
+    now: datetime,
+    outcome: HttpOutcome | None,
+    result: AttemptResult,
+) -> DeliveryReport:
     now_ms = clock.to_ms(now)
     policy = resolve_spec(run.app_id, run.retry_policy_id or (endpoint.retry_policy_id if endpoint else None))
     decision = decide(result, int(run.attempt_count), policy, now, _rng.random())
@@ -130,16 +157,22 @@ def _conclude(run: TaskRunModel, endpoint: EndpointModel | None, now: datetime, 
         due_ms = now_ms + int((decision.delay_sec or 1) * 1000)
         direct = (decision.delay_sec or 0) <= MAX_DELAY_SEC
         wake_ms = due_ms + get_settings().redispatch_after_sec * 1000 if direct else due_ms
-        if run_data.schedule_retry(run, due_ms, wake_ms, now_ms, status_code=result.status_code,
-                                   error=error, error_kind=kind):
+        if run_data.schedule_retry(
+            run, due_ms, wake_ms, now_ms, status_code=result.status_code, error=error, error_kind=kind
+        ):
             count(RETRY_SCHEDULED)
             if direct:
-                send_deliveries([DeliveryMessage(run.run_id, run.app_id, (due_ms - now_ms) / 1000)], retry=True)
+                send_deliveries(
+                    [DeliveryMessage(run.run_id, run.app_id, (due_ms - now_ms) / 1000)], retry=True
+                )
         return DeliveryReport(run.run_id, "retry")
     status = {"success": st.SUCCESS, "failed": st.FAILED, "dead_letter": st.DEAD_LETTER}[decision.outcome]
     if run_data.finish(run, status, now_ms, status_code=result.status_code, error=error, error_kind=kind):
-        count({"success": DELIVERY_SUCCEEDED, "failed": DELIVERY_FAILED,
-               "dead_letter": DEAD_LETTERED}[decision.outcome])
+        count(
+            {"success": DELIVERY_SUCCEEDED, "failed": DELIVERY_FAILED, "dead_letter": DEAD_LETTERED}[
+                decision.outcome
+            ]
+        )
         after_run_finished(run, status, now_ms)
     else:
         logger.warning("run changed while it was delivered", extra={"run_id": run.run_id})

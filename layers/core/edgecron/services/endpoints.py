@@ -31,8 +31,12 @@ def create(app_id: str, req: EndpointCreate, now_ms: int) -> tuple[EndpointModel
     _check_policy(app_id, req.retry_policy_id)
     secret = new_secret()
     endpoint = EndpointModel(
-        app_id=app_id, endpoint_id=ids.new_id("ep", now_ms), created_at=now_ms, updated_at=now_ms,
-        secrets=[SigningSecret(secret=secret, created_at=now_ms)], **req.model_dump(),
+        app_id=app_id,
+        endpoint_id=ids.new_id("ep", now_ms),
+        created_at=now_ms,
+        updated_at=now_ms,
+        secrets=[SigningSecret(secret=secret, created_at=now_ms)],
+        **req.model_dump(),
     )
     data.put_new(endpoint)
     return endpoint, secret

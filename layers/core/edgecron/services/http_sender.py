@@ -11,7 +11,7 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from edgecron import __version__
-from edgecron.domain.outcome import SUMMARY_LIMIT, AttemptResult, truncate_summary
+from edgecron.domain.outcome import SUMMARY_LIMIT, AttemptResult, ErrorKind, truncate_summary
 
 USER_AGENT = f"EdgeCron/{__version__} (+https://github.com/edgecron/edgecron)"
 _local = threading.local()
@@ -40,15 +40,26 @@ class HttpOutcome:
 def send(method: str, url: str, headers: dict[str, str], body: bytes | None, timeout_ms: int) -> HttpOutcome:
     timeout = timeout_ms / 1000
     started = time.perf_counter()
+    kind: ErrorKind
     try:
-        with _session().request(method, url, headers=headers, data=body, timeout=(min(timeout, 5.0), timeout),
-                                allow_redirects=False, stream=True) as response:
+        with _session().request(
+            method,
+            url,
+            headers=headers,
+            data=body,
+            timeout=(min(timeout, 5.0), timeout),
+            allow_redirects=False,
+            stream=True,
+        ) as response:
             raw = response.raw.read(SUMMARY_LIMIT + 4, decode_content=True) if response.raw else b""
             latency = int((time.perf_counter() - started) * 1000)
-            kind = "redirect" if 300 <= response.status_code < 400 else None
-            result = AttemptResult(status_code=response.status_code, error_kind=kind,
-                                   error="redirect_not_followed" if kind else None,
-                                   retry_after=response.headers.get("retry-after"))
+            redirect = 300 <= response.status_code < 400
+            result = AttemptResult(
+                status_code=response.status_code,
+                error_kind="redirect" if redirect else None,
+                error="redirect_not_followed" if redirect else None,
+                retry_after=response.headers.get("retry-after"),
+            )
             return HttpOutcome(result, latency, truncate_summary(raw or b""))
     except requests.Timeout as exc:
         error, kind = f"timeout after {timeout_ms} ms ({type(exc).__name__})", "timeout"
@@ -57,7 +68,7 @@ def send(method: str, url: str, headers: dict[str, str], body: bytes | None, tim
     except requests.RequestException as exc:
         error, kind = f"request_error: {_short(exc)}", "network"
     latency = int((time.perf_counter() - started) * 1000)
-    return HttpOutcome(AttemptResult(status_code=None, error=error, error_kind=kind), latency, None)  # type: ignore[arg-type]
+    return HttpOutcome(AttemptResult(status_code=None, error=error, error_kind=kind), latency, None)
 
 
 def _short(exc: Exception) -> str:

@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from edgecron import ids
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import retry_policies as data
 from edgecron.data.models import RetryPolicyModel
 from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
 from edgecron.errors import Conflict, NotFound, ParamInvalid
-from edgecron.schemas.retry_policies import RetryPolicyCreate, RetryPolicyUpdate
+from edgecron.schemas.retry_policies import RetryPolicyCreate, RetryPolicyUpdate, Strategy
 
 DEFAULT_ID = "default"
 
 
 def default_model() -> RetryPolicyModel:
     """The built-in policy (3 attempts, fixed 300 s) used when an Endpoint names none."""
-    return RetryPolicyModel(policy_id=DEFAULT_ID, name="default", strategy=DEFAULT_POLICY.strategy,
-                            max_attempts=DEFAULT_POLICY.max_attempts,
-                            base_delay_sec=DEFAULT_POLICY.base_delay_sec,
-                            max_delay_sec=DEFAULT_POLICY.max_delay_sec, jitter=DEFAULT_POLICY.jitter)
+    return RetryPolicyModel(
+        policy_id=DEFAULT_ID,
+        name="default",
+        strategy=DEFAULT_POLICY.strategy,
+        max_attempts=DEFAULT_POLICY.max_attempts,
+        base_delay_sec=DEFAULT_POLICY.base_delay_sec,
+        max_delay_sec=DEFAULT_POLICY.max_delay_sec,
+        jitter=DEFAULT_POLICY.jitter,
+    )
 
 
 def _check(base: int, maximum: int) -> None:
@@ -28,8 +35,13 @@ def _check(base: int, maximum: int) -> None:
 
 def create(app_id: str, req: RetryPolicyCreate, now_ms: int) -> RetryPolicyModel:
     _check(req.base_delay_sec, req.max_delay_sec)
-    policy = RetryPolicyModel(app_id=app_id, policy_id=ids.new_id("rp", now_ms), created_at=now_ms,
-                              updated_at=now_ms, **req.model_dump())
+    policy = RetryPolicyModel(
+        app_id=app_id,
+        policy_id=ids.new_id("rp", now_ms),
+        created_at=now_ms,
+        updated_at=now_ms,
+        **req.model_dump(),
+    )
     data.put_new(policy)
     return policy
 
@@ -69,9 +81,13 @@ def delete(app_id: str, policy_id: str) -> None:
 
 
 def spec_of(policy: RetryPolicyModel) -> RetryPolicySpec:
-    return RetryPolicySpec(strategy=policy.strategy, max_attempts=int(policy.max_attempts),  # type: ignore[arg-type]
-                           base_delay_sec=int(policy.base_delay_sec),
-                           max_delay_sec=int(policy.max_delay_sec), jitter=bool(policy.jitter))
+    return RetryPolicySpec(
+        strategy=cast(Strategy, policy.strategy),
+        max_attempts=int(policy.max_attempts),
+        base_delay_sec=int(policy.base_delay_sec),
+        max_delay_sec=int(policy.max_delay_sec),
+        jitter=bool(policy.jitter),
+    )
 
 
 def resolve_spec(app_id: str, policy_id: str | None) -> RetryPolicySpec:

@@ -62,5 +62,7 @@ def dispatch_runs(now: datetime, report: ScanReport, *, rebuild: bool = False) -
     failed = set(send_deliveries([m for _, m in to_send], retry=True))
     report.runs_enqueued += len(to_send) - len(failed)
     if failed:
-        logger.warning("some runs could not be enqueued; they are redispatched after REDISPATCH_AFTER_SEC",
-                       extra={"count": len(failed)})
+        logger.warning(
+            "some runs could not be enqueued; they are redispatched after REDISPATCH_AFTER_SEC",
+            extra={"count": len(failed)},
+        )

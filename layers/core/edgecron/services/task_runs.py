@@ -51,9 +51,17 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime) -> TaskRunMode
     elif req.delay_sec:
         deliver_at_ms = now_ms + req.delay_sec * 1000
     send_now, wake_at = enqueue_plan(deliver_at_ms, now_ms)
-    run = data.new_run(run_id=ids.new_id("run", now_ms), app_id=app_id, endpoint_id=endpoint.endpoint_id,
-                       source="direct", source_id=None, payload=req.payload, deliver_at_ms=deliver_at_ms,
-                       wake_at_ms=wake_at, now_ms=now_ms)
+    run = data.new_run(
+        run_id=ids.new_id("run", now_ms),
+        app_id=app_id,
+        endpoint_id=endpoint.endpoint_id,
+        source="direct",
+        source_id=None,
+        payload=req.payload,
+        deliver_at_ms=deliver_at_ms,
+        wake_at_ms=wake_at,
+        now_ms=now_ms,
+    )
     data.put_new(run)
     if send_now:
         send_deliveries([DeliveryMessage(run.run_id, app_id, (deliver_at_ms - now_ms) / 1000)])
@@ -71,16 +79,20 @@ def cancel(app_id: str, run_id: str, now_ms: int) -> TaskRunModel:
     run = get(app_id, run_id, now_ms)
     if not data.cancel(run, now_ms, "cancelled by the API"):
         current = get(app_id, run_id, now_ms)
-        raise Conflict(f"task run is {current.status}; only pending or retry_scheduled runs can be cancelled",
-                       "status", code="NOT_CANCELLABLE")
+        raise Conflict(
+            f"task run is {current.status}; only pending or retry_scheduled runs can be cancelled",
+            "status",
+            code="NOT_CANCELLABLE",
+        )
     return get(app_id, run_id, now_ms)
 
 
 def replay(app_id: str, run_id: str, now_ms: int) -> TaskRunModel:
     run = get(app_id, run_id, now_ms)
     if run.status != st.DEAD_LETTER or not _replay(run, now_ms):
-        raise Conflict(f"task run is {run.status}; only dead letters can be replayed", "status",
-                       code="NOT_REPLAYABLE")
+        raise Conflict(
+            f"task run is {run.status}; only dead letters can be replayed", "status", code="NOT_REPLAYABLE"
+        )
     return get(app_id, run_id, now_ms)
 
 
@@ -99,12 +111,19 @@ class BulkReplay:
     has_more: bool
 
 
-def dead_letters(app_id: str, filters: DeadLetterFilter, limit: int, cursor: dict[str, Any] | None,
-                 now_ms: int) -> Page[TaskRunModel]:
+def dead_letters(
+    app_id: str, filters: DeadLetterFilter, limit: int, cursor: dict[str, Any] | None, now_ms: int
+) -> Page[TaskRunModel]:
     return data.dead_letters_page(
-        app_id, limit, cursor, now_ms, endpoint_id=filters.endpoint_id,
+        app_id,
+        limit,
+        cursor,
+        now_ms,
+        endpoint_id=filters.endpoint_id,
         since_ms=clock.to_ms(filters.since) if filters.since else None,
-        until_ms=clock.to_ms(filters.until) if filters.until else None, error_kind=filters.error_kind)
+        until_ms=clock.to_ms(filters.until) if filters.until else None,
+        error_kind=filters.error_kind,
+    )
 
 
 def replay_bulk(app_id: str, filters: DeadLetterFilter, now_ms: int) -> BulkReplay:

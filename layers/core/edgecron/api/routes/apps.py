@@ -14,8 +14,9 @@ from edgecron.services.views import app_view
 router = Router()
 
 
-@router.post("/v1/apps", summary="Create an App (admin key)", tags=["Apps"],
-             responses=docs(201, AppCreated, 401))
+@router.post(
+    "/v1/apps", summary="Create an App (admin key)", tags=["Apps"], responses=docs(201, AppCreated, 401)
+)
 def create_app(body: AppCreate) -> Response[str]:
     app, key = apps.create_app(body.name, clock.to_ms(clock.now()), body.monthly_quota)
     return json_response(201, {"app": app_view(app), "api_key": key})

@@ -25,8 +25,9 @@ router = Router()
 TAGS = ["Endpoints"]
 
 
-@router.post("/v1/endpoints", summary="Create an Endpoint", tags=TAGS,
-             responses=docs(201, EndpointWithSecret, 409))
+@router.post(
+    "/v1/endpoints", summary="Create an Endpoint", tags=TAGS, responses=docs(201, EndpointWithSecret, 409)
+)
 def create_endpoint(body: EndpointCreate, idempotency_key: IdempotencyKey = None) -> Response[str]:
     app_id = current_app_id()
 
@@ -44,28 +45,38 @@ def list_endpoints(limit: Limit = 20, cursor: Cursor = None) -> Response[str]:
     return json_response(200, page_body([endpoint_view(e) for e in page.items], page.last_key))
 
 
-@router.get("/v1/endpoints/<endpoint_id>", summary="Get an Endpoint", tags=TAGS,
-            responses=docs(200, EndpointOut, 404))
+@router.get(
+    "/v1/endpoints/<endpoint_id>", summary="Get an Endpoint", tags=TAGS, responses=docs(200, EndpointOut, 404)
+)
 def get_endpoint(endpoint_id: str) -> Response[str]:
     return json_response(200, endpoint_view(service.get(current_app_id(), endpoint_id)))
 
 
-@router.patch("/v1/endpoints/<endpoint_id>", summary="Update an Endpoint", tags=TAGS,
-              responses=docs(200, EndpointOut, 404))
+@router.patch(
+    "/v1/endpoints/<endpoint_id>",
+    summary="Update an Endpoint",
+    tags=TAGS,
+    responses=docs(200, EndpointOut, 404),
+)
 def update_endpoint(endpoint_id: str, body: EndpointUpdate) -> Response[str]:
     endpoint = service.update(current_app_id(), endpoint_id, body, clock.to_ms(clock.now()))
     return json_response(200, endpoint_view(endpoint))
 
 
-@router.delete("/v1/endpoints/<endpoint_id>", summary="Delete an Endpoint", tags=TAGS,
-               responses=docs(204, None, 404))
+@router.delete(
+    "/v1/endpoints/<endpoint_id>", summary="Delete an Endpoint", tags=TAGS, responses=docs(204, None, 404)
+)
 def delete_endpoint(endpoint_id: str) -> Response[str]:
     service.delete(current_app_id(), endpoint_id)
     return Response(status_code=204, body="")
 
 
-@router.post("/v1/endpoints/<endpoint_id>/rotate-secret", summary="Rotate the signing secret", tags=TAGS,
-             responses=docs(200, EndpointWithSecret, 404))
+@router.post(
+    "/v1/endpoints/<endpoint_id>/rotate-secret",
+    summary="Rotate the signing secret",
+    tags=TAGS,
+    responses=docs(200, EndpointWithSecret, 404),
+)
 def rotate_secret(endpoint_id: str) -> Response[str]:
     endpoint, secret = service.rotate_secret(current_app_id(), endpoint_id, clock.to_ms(clock.now()))
     return json_response(200, {**endpoint_view(endpoint), "secret": secret})

@@ -40,8 +40,12 @@ def _now_ms() -> int:
     return clock.to_ms(clock.now())
 
 
-@router.post("/v1/task-runs", summary="Create a direct Task Run (now, at a time, or after a delay)",
-             tags=TAGS, responses=docs(201, TaskRunOut, 404, 409, 413, 429))
+@router.post(
+    "/v1/task-runs",
+    summary="Create a direct Task Run (now, at a time, or after a delay)",
+    tags=TAGS,
+    responses=docs(201, TaskRunOut, 404, 409, 413, 429),
+)
 def create_run(body: TaskRunCreate, idempotency_key: IdempotencyKey = None) -> Response[str]:
     app_id = current_app_id()
 
@@ -51,58 +55,96 @@ def create_run(body: TaskRunCreate, idempotency_key: IdempotencyKey = None) -> R
     return run_once(app_id, "task-runs", idempotency_key, body.model_dump(mode="json"), create)
 
 
-@router.get("/v1/task-runs", summary="List Task Runs, newest first", tags=TAGS, responses=docs(200, TaskRunPage))
-def list_runs(limit: Limit = 20, cursor: Cursor = None,
-              status: Annotated[RunStatusName | None, Query()] = None,
-              endpoint_id: Annotated[Id | None, Query()] = None,
-              source: Annotated[SourceName | None, Query()] = None) -> Response[str]:
+@router.get(
+    "/v1/task-runs", summary="List Task Runs, newest first", tags=TAGS, responses=docs(200, TaskRunPage)
+)
+def list_runs(
+    limit: Limit = 20,
+    cursor: Cursor = None,
+    status: Annotated[RunStatusName | None, Query()] = None,
+    endpoint_id: Annotated[Id | None, Query()] = None,
+    source: Annotated[SourceName | None, Query()] = None,
+) -> Response[str]:
     app_id = current_app_id()
-    page = run_data.list_page(app_id, limit, decode_cursor(cursor, "app_id", app_id), _now_ms(),
-                              status=status, endpoint_id=endpoint_id, source=source)
+    page = run_data.list_page(
+        app_id,
+        limit,
+        decode_cursor(cursor, "app_id", app_id),
+        _now_ms(),
+        status=status,
+        endpoint_id=endpoint_id,
+        source=source,
+    )
     return json_response(200, page_body([run_view(r, with_payload=False) for r in page.items], page.last_key))
 
 
-@router.get("/v1/task-runs/<run_id>", summary="Get a Task Run", tags=TAGS, responses=docs(200, TaskRunOut, 404))
+@router.get(
+    "/v1/task-runs/<run_id>", summary="Get a Task Run", tags=TAGS, responses=docs(200, TaskRunOut, 404)
+)
 def get_run(run_id: str) -> Response[str]:
     return json_response(200, run_view(service.get(current_app_id(), run_id, _now_ms())))
 
 
-@router.post("/v1/task-runs/<run_id>/cancel", summary="Cancel a pending or retry_scheduled Task Run",
-             tags=TAGS, responses=docs(200, TaskRunOut, 404, 409))
+@router.post(
+    "/v1/task-runs/<run_id>/cancel",
+    summary="Cancel a pending or retry_scheduled Task Run",
+    tags=TAGS,
+    responses=docs(200, TaskRunOut, 404, 409),
+)
 def cancel_run(run_id: str) -> Response[str]:
     return json_response(200, run_view(service.cancel(current_app_id(), run_id, _now_ms())))
 
 
-@router.get("/v1/task-runs/<run_id>/attempts", summary="A Task Run's Delivery Attempts, oldest first",
-            tags=TAGS, responses=docs(200, AttemptPage, 404))
+@router.get(
+    "/v1/task-runs/<run_id>/attempts",
+    summary="A Task Run's Delivery Attempts, oldest first",
+    tags=TAGS,
+    responses=docs(200, AttemptPage, 404),
+)
 def list_attempts(run_id: str, limit: Limit = 50, cursor: Cursor = None) -> Response[str]:
     run = service.get(current_app_id(), run_id, _now_ms())
     page = attempt_data.list_page(run.run_id, limit, decode_cursor(cursor, "run_id", run.run_id))
     return json_response(200, page_body([attempt_view(a) for a in page.items], page.last_key))
 
 
-@router.get("/v1/dead-letters", summary="List dead letters, newest first", tags=DL_TAGS,
-            responses=docs(200, TaskRunPage))
-def list_dead_letters(limit: Limit = 20, cursor: Cursor = None,
-                      endpoint_id: Annotated[Id | None, Query()] = None,
-                      since: Annotated[AwareDatetime | None, Query()] = None,
-                      until: Annotated[AwareDatetime | None, Query()] = None,
-                      error_kind: Annotated[ErrorKindName | None, Query()] = None) -> Response[str]:
+@router.get(
+    "/v1/dead-letters",
+    summary="List dead letters, newest first",
+    tags=DL_TAGS,
+    responses=docs(200, TaskRunPage),
+)
+def list_dead_letters(
+    limit: Limit = 20,
+    cursor: Cursor = None,
+    endpoint_id: Annotated[Id | None, Query()] = None,
+    since: Annotated[AwareDatetime | None, Query()] = None,
+    until: Annotated[AwareDatetime | None, Query()] = None,
+    error_kind: Annotated[ErrorKindName | None, Query()] = None,
+) -> Response[str]:
     app_id = current_app_id()
     filters = DeadLetterFilter(endpoint_id=endpoint_id, since=since, until=until, error_kind=error_kind)
     page = service.dead_letters(app_id, filters, limit, decode_cursor(cursor, "dl_app_id", app_id), _now_ms())
     return json_response(200, page_body([run_view(r, with_payload=False) for r in page.items], page.last_key))
 
 
-@router.post("/v1/dead-letters/<run_id>/replay", summary="Replay one dead letter (a new attempt series)",
-             tags=DL_TAGS, responses=docs(200, TaskRunOut, 404, 409))
+@router.post(
+    "/v1/dead-letters/<run_id>/replay",
+    summary="Replay one dead letter (a new attempt series)",
+    tags=DL_TAGS,
+    responses=docs(200, TaskRunOut, 404, 409),
+)
 def replay_one(run_id: str) -> Response[str]:
     return json_response(200, run_view(service.replay(current_app_id(), run_id, _now_ms())))
 
 
-@router.post("/v1/dead-letters/replay", summary="Replay dead letters matching a filter (bulk)",
-             tags=DL_TAGS, responses=docs(200, ReplayResult))
+@router.post(
+    "/v1/dead-letters/replay",
+    summary="Replay dead letters matching a filter (bulk)",
+    tags=DL_TAGS,
+    responses=docs(200, ReplayResult),
+)
 def replay_bulk(body: DeadLetterFilter) -> Response[str]:
     result = service.replay_bulk(current_app_id(), body, _now_ms())
-    return json_response(200, {"replayed": result.replayed, "skipped": result.skipped,
-                               "has_more": result.has_more})
+    return json_response(
+        200, {"replayed": result.replayed, "skipped": result.skipped, "has_more": result.has_more}
+    )

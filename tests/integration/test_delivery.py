@@ -1,0 +1,395 @@
+"""The delivery pipeline in-process: API → SQS (moto) → worker → real HTTP to a local receiver."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import pytest
+from standardwebhooks.webhooks import Webhook
+from tests.integration.conftest import Pump
+from tests.support.harness import call_api, invoke, sqs_event
+from tests.support.receiver import Receiver, Reply
+
+from edgecron import clock
+from edgecron.data import runs as run_data
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def make_endpoint(key: str, url: str, **extra: object) -> dict[str, object]:
+    resp = call_api("POST", "/v1/endpoints", key=key, body={"url": url, **extra})
+    assert resp.status == 201, resp.body
+    return resp.body
+
+
+def fast_policy(key: str, attempts: int = 3, **extra: object) -> str:
+    body = {"strategy": "fixed", "max_attempts": attempts, "base_delay_sec": 1, "max_delay_sec": 5, **extra}
+    resp = call_api("POST", "/v1/retry-policies", key=key, body=body)
+    assert resp.status == 201, resp.body
+    return str(resp.body["id"])
+
+
+def create_run(key: str, endpoint_id: object, **extra: object) -> dict[str, object]:
+    resp = call_api("POST", "/v1/task-runs", key=key, body={"endpoint_id": endpoint_id, **extra})
+    assert resp.status == 201, resp.body
+    return resp.body
+
+
+def get_run(key: str, run_id: object) -> dict[str, object]:
+    return call_api("GET", f"/v1/task-runs/{run_id}", key=key).body
+
+
+def attempts(key: str, run_id: object) -> list[dict[str, object]]:
+    return call_api("GET", f"/v1/task-runs/{run_id}/attempts", key=key).body["data"]
+
+
+def verify(secret: object, request: object) -> None:
+    Webhook(str(secret)).verify(request.body, request.headers)  # type: ignore[attr-defined]
+
+
+def test_200_is_one_signed_attempt(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    ep = make_endpoint(app_key, receiver.url("/ok"), headers={"X-Team": "billing"})
+    run = create_run(app_key, ep["id"], payload={"hello": "world"})
+    assert run["status"] == "pending" and run["source"] == "direct"
+    pump.deliveries()
+    got = receiver.received("/ok")
+    assert len(got) == 1
+    verify(ep["secret"], got[0])
+    assert json.loads(got[0].body) == {"hello": "world"}
+    assert got[0].headers["webhook-id"] == run["id"] and got[0].headers["x-team"] == "billing"
+    final = get_run(app_key, run["id"])
+    assert final["status"] == "success" and final["attempt_count"] == 1 and final["last_status_code"] == 200
+    [attempt] = attempts(app_key, run["id"])
+    assert (
+        attempt["status_code"] == 200 and attempt["attempt_number"] == 1 and attempt["outcome"] == "success"
+    )
+    assert attempt["response_summary"] == "ok" and attempt["latency_ms"] >= 0 and attempt["request_id"]
+
+
+def test_500_500_200_retries_then_succeeds_with_a_stable_webhook_id(
+    app_key: str, receiver: Receiver, pump: Pump
+) -> None:
+    receiver.script("/flaky", Reply(500), Reply(503), Reply(200))
+    ep = make_endpoint(app_key, receiver.url("/flaky"), retry_policy_id=fast_policy(app_key))
+    run = create_run(app_key, ep["id"])
+    pump.deliveries(quiet_for=2.5)
+    got = receiver.received("/flaky")
+    assert [r.headers["webhook-id"] for r in got] == [run["id"]] * 3
+    for r in got:
+        verify(ep["secret"], r)
+    final = get_run(app_key, run["id"])
+    assert final["status"] == "success" and final["attempt_count"] == 3
+    assert [(a["attempt_number"], a["status_code"], a["outcome"]) for a in attempts(app_key, run["id"])] == [
+        (1, 500, "retry"),
+        (2, 503, "retry"),
+        (3, 200, "success"),
+    ]
+    gap = got[1].at - got[0].at
+    assert 0.9 <= gap < 4, gap  # the 1 s fixed backoff, not the 300 s default
+
+
+def test_400_is_terminal_after_one_attempt(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    receiver.script("/bad", Reply(400, b'{"error":"nope"}'))
+    ep = make_endpoint(app_key, receiver.url("/bad"), retry_policy_id=fast_policy(app_key))
+    run = create_run(app_key, ep["id"])
+    pump.deliveries(quiet_for=1.5)
+    final = get_run(app_key, run["id"])
+    assert final["status"] == "failed" and final["attempt_count"] == 1
+    assert final["last_error_kind"] == "http_4xx"
+    assert attempts(app_key, run["id"])[0]["response_summary"] == '{"error":"nope"}'
+    assert len(receiver.received("/bad")) == 1
+
+
+@pytest.mark.parametrize("retry_after", ["1", "date"])
+def test_429_with_retry_after_is_retried_after_the_delay(
+    app_key: str, receiver: Receiver, pump: Pump, retry_after: str
+) -> None:
+    value = (
+        "1" if retry_after == "1" else format_datetime(datetime.now(UTC) + timedelta(seconds=2), usegmt=True)
+    )
+    receiver.script("/busy", Reply(429, headers={"Retry-After": value}), Reply(200))
+    ep = make_endpoint(app_key, receiver.url("/busy"), retry_policy_id=fast_policy(app_key))
+    run = create_run(app_key, ep["id"])
+    pump.deliveries(quiet_for=3.5)
+    got = receiver.received("/busy")
+    assert len(got) == 2
+    assert got[1].at - got[0].at >= 0.9
+    assert get_run(app_key, run["id"])["status"] == "success"
+
+
+def test_429_without_retry_after_is_terminal(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    receiver.script("/busy2", Reply(429))
+    ep = make_endpoint(app_key, receiver.url("/busy2"), retry_policy_id=fast_policy(app_key))
+    run = create_run(app_key, ep["id"])
+    pump.deliveries(quiet_for=1.5)
+    final = get_run(app_key, run["id"])
+    assert (
+        final["status"] == "failed" and final["attempt_count"] == 1 and "Retry-After" in final["last_error"]
+    )
+
+
+def test_timeout_is_retried_and_redirects_are_not_followed(
+    app_key: str, receiver: Receiver, pump: Pump
+) -> None:
+    receiver.script("/slow", Reply(200, delay_sec=1.0), Reply(200))
+    receiver.script("/moved", Reply(302, headers={"Location": receiver.url("/ok")}))
+    slow = make_endpoint(app_key, receiver.url("/slow"), timeout_ms=300, retry_policy_id=fast_policy(app_key))
+    moved = make_endpoint(app_key, receiver.url("/moved"))
+    run_slow = create_run(app_key, slow["id"])
+    run_moved = create_run(app_key, moved["id"])
+    pump.deliveries(quiet_for=2.5)
+    first = attempts(app_key, run_slow["id"])[0]
+    assert first["error_kind"] == "timeout" and first["outcome"] == "retry"
+    assert get_run(app_key, run_slow["id"])["status"] == "success"
+    final = get_run(app_key, run_moved["id"])
+    assert final["status"] == "failed" and final["last_status_code"] == 302
+    assert receiver.received("/ok") == []
+
+
+def test_exhaustion_dead_letter_then_replay_succeeds(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    receiver.script("/down", Reply(500), Reply(500), Reply(200))
+    ep = make_endpoint(app_key, receiver.url("/down"), retry_policy_id=fast_policy(app_key, attempts=2))
+    run = create_run(app_key, ep["id"])
+    pump.deliveries(quiet_for=2.5)
+    dead = get_run(app_key, run["id"])
+    assert dead["status"] == "dead_letter" and "attempts exhausted (2 of 2)" in dead["last_error"]
+    listed = call_api("GET", "/v1/dead-letters", key=app_key, query={"endpoint_id": str(ep["id"])}).body[
+        "data"
+    ]
+    assert [d["id"] for d in listed] == [run["id"]]
+    replayed = call_api("POST", f"/v1/dead-letters/{run['id']}/replay", key=app_key)
+    assert replayed.status == 200 and replayed.body["status"] == "pending" and replayed.body["series"] == 2
+    pump.deliveries(quiet_for=1.0)
+    final = get_run(app_key, run["id"])
+    assert final["status"] == "success"
+    history = attempts(app_key, run["id"])
+    assert [(a["series"], a["attempt_number"], a["status_code"]) for a in history] == [
+        (1, 1, 500),
+        (1, 2, 500),
+        (2, 1, 200),
+    ]
+    assert call_api("GET", "/v1/dead-letters", key=app_key).body["data"] == []
+    again = call_api("POST", f"/v1/dead-letters/{run['id']}/replay", key=app_key)
+    assert again.status == 409
+
+
+def test_bulk_replay_by_filter(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    receiver.script("/bulk", Reply(500), Reply(500), Reply(500), Reply(200))
+    ep = make_endpoint(app_key, receiver.url("/bulk"), retry_policy_id=fast_policy(app_key, attempts=1))
+    other = make_endpoint(
+        app_key, receiver.url("/bulk-other"), retry_policy_id=fast_policy(app_key, attempts=1)
+    )
+    receiver.script("/bulk-other", Reply(503))
+    runs = [create_run(app_key, ep["id"]) for _ in range(3)]
+    other_run = create_run(app_key, other["id"])
+    pump.deliveries(quiet_for=1.0)
+    assert all(get_run(app_key, r["id"])["status"] == "dead_letter" for r in [*runs, other_run])
+    resp = call_api(
+        "POST",
+        "/v1/dead-letters/replay",
+        key=app_key,
+        body={"endpoint_id": ep["id"], "error_kind": "http_5xx"},
+    )
+    assert resp.status == 200 and resp.body == {"replayed": 3, "skipped": 0, "has_more": False}
+    pump.deliveries(quiet_for=1.0)
+    assert get_run(app_key, other_run["id"])["status"] == "dead_letter"
+    assert {get_run(app_key, r["id"])["series"] for r in runs} == {2}
+
+
+def test_cancel_of_a_delayed_run_is_never_delivered(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    ep = make_endpoint(app_key, receiver.url("/later"))
+    start = datetime.now(UTC)
+    fixed = clock.FixedClock(start)
+    clock.set_clock(fixed)
+    run = create_run(app_key, ep["id"], delay_sec=600)
+    assert run["status"] == "pending" and run["deliver_at"] is not None
+    cancelled = call_api("POST", f"/v1/task-runs/{run['id']}/cancel", key=app_key)
+    assert cancelled.status == 200 and cancelled.body["status"] == "cancelled"
+    fixed.advance(600)
+    invoke("scan", {"detail-type": "Scheduled Event", "detail": {}})
+    pump.deliveries()
+    assert receiver.received("/later") == []
+    assert call_api("POST", f"/v1/task-runs/{run['id']}/cancel", key=app_key).status == 409
+
+
+def test_a_delayed_run_is_dispatched_by_the_scan_when_due(
+    app_key: str, receiver: Receiver, pump: Pump
+) -> None:
+    ep = make_endpoint(app_key, receiver.url("/due"))
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    run = create_run(app_key, ep["id"], delay_sec=3600)
+    invoke("scan", {"detail": {}})
+    assert pump.deliveries() == 0
+    fixed.advance(3600 - 2)  # due in 2 s: inside the look-ahead window, sent with DelaySeconds=2
+    invoke("scan", {"detail": {}})
+    fixed.advance(2)
+    assert pump.depth("RetryQueue") == 1
+    assert pump.deliveries() == 0  # not visible before its due time
+    pump.deliveries(quiet_for=3, timeout=10)
+    assert get_run(app_key, run["id"])["status"] == "success"
+    invoke("scan", {"detail": {}})  # nothing left to do, no duplicate
+    assert pump.deliveries() == 0 and len(receiver.received("/due")) == 1
+
+
+def test_cancel_after_enqueue_drops_the_message(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    ep = make_endpoint(app_key, receiver.url("/c"))
+    run = create_run(app_key, ep["id"], delay_sec=1)
+    assert call_api("POST", f"/v1/task-runs/{run['id']}/cancel", key=app_key).status == 200
+    pump.deliveries(quiet_for=1.5)
+    assert receiver.received("/c") == []
+    assert get_run(app_key, run["id"])["status"] == "cancelled"
+
+
+def test_the_same_message_twice_gives_one_attempt(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    ep = make_endpoint(app_key, receiver.url("/dup"))
+    run = create_run(app_key, ep["id"])
+    message = {
+        "MessageId": "m1",
+        "ReceiptHandle": "r1",
+        "Body": json.dumps({"run_id": run["id"], "app_id": "ignored"}),
+        "Attributes": {},
+    }
+    duplicate = {**message, "MessageId": "m2", "ReceiptHandle": "r2"}
+    result = invoke("worker", sqs_event([message, duplicate], "arn:aws:sqs:us-east-1:123456789012:q"))
+    assert result == {"batchItemFailures": []}
+    pump.deliveries()
+    assert len(receiver.received("/dup")) == 1
+    assert len(attempts(app_key, run["id"])) == 1
+
+
+def test_a_worker_killed_mid_delivery_is_recovered(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    ep = make_endpoint(app_key, receiver.url("/crash"))
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    run = create_run(app_key, ep["id"])
+    from tests.integration.conftest import drain_queues
+
+    drain_queues()  # the message is gone with the dead worker
+    claimed = run_data.claim(str(run["id"]), clock.to_ms(fixed.now()))  # the worker claimed, then died
+    assert claimed is not None
+    assert get_run(app_key, run["id"])["status"] == "running"
+    invoke("scan", {"detail": {}})  # claim not expired yet: nothing happens
+    assert pump.deliveries() == 0
+    fixed.advance(61)
+    invoke("scan", {"detail": {}})
+    pump.deliveries()
+    final = get_run(app_key, run["id"])
+    assert final["status"] == "success"
+    assert len(receiver.received("/crash")) == 1
+    assert [a["status_code"] for a in attempts(app_key, run["id"])] == [200]  # one per HTTP call
+
+
+def test_a_batch_is_delivered_concurrently(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    receiver.script("/slow1s", Reply(200, delay_sec=1.0))
+    ep = make_endpoint(app_key, receiver.url("/slow1s"))
+    for _ in range(10):
+        create_run(app_key, ep["id"])
+    started = time.monotonic()
+    assert pump.once("DeliveryQueue", "worker") == 10
+    elapsed = time.monotonic() - started
+    assert len(receiver.received("/slow1s")) == 10
+    assert elapsed < 5, f"a batch of 10 to a 1 s endpoint took {elapsed:.1f} s: not concurrent"
+
+
+def test_signatures_verify_before_and_after_rotation(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    ep = make_endpoint(app_key, receiver.url("/sig"))
+    create_run(app_key, ep["id"])
+    pump.deliveries()
+    rotated = call_api("POST", f"/v1/endpoints/{ep['id']}/rotate-secret", key=app_key).body
+    create_run(app_key, ep["id"])
+    pump.deliveries()
+    before, after = receiver.received("/sig")
+    verify(ep["secret"], before)
+    verify(ep["secret"], after)  # the old secret still verifies for 24 h
+    verify(rotated["secret"], after)
+    with pytest.raises(Exception):
+        verify(rotated["secret"], before)
+    assert len(after.headers["webhook-signature"].split(" ")) == 2
+
+
+def test_inactive_or_deleted_endpoint_is_a_terminal_failure(
+    app_key: str, receiver: Receiver, pump: Pump
+) -> None:
+    ep = make_endpoint(app_key, receiver.url("/gone"))
+    run = create_run(app_key, ep["id"], delay_sec=1)
+    call_api("PATCH", f"/v1/endpoints/{ep['id']}", key=app_key, body={"active": False})
+    pump.deliveries(quiet_for=1.5)
+    final = get_run(app_key, run["id"])
+    assert final["status"] == "failed" and final["last_error_kind"] == "endpoint_inactive"
+    assert receiver.received("/gone") == []
+    assert call_api("POST", "/v1/task-runs", key=app_key, body={"endpoint_id": ep["id"]}).status == 409
+
+
+def test_poison_message_in_the_dlq_dead_letters_its_run(app_key: str, receiver: Receiver) -> None:
+    ep = make_endpoint(app_key, receiver.url("/p"))
+    run = create_run(app_key, ep["id"], delay_sec=600)
+    body = json.dumps({"run_id": run["id"], "app_id": "x"})
+    msgs = [
+        {
+            "MessageId": "a",
+            "ReceiptHandle": "a",
+            "Body": body,
+            "Attributes": {"ApproximateReceiveCount": "5"},
+        },
+        {"MessageId": "b", "ReceiptHandle": "b", "Body": "not json", "Attributes": {}},
+    ]
+    result = invoke("dlq", sqs_event(msgs, "arn:aws:sqs:us-east-1:123456789012:dlq"))
+    assert result == {"batchItemFailures": []}
+    final = get_run(app_key, run["id"])
+    assert final["status"] == "dead_letter" and final["last_error_kind"] == "poison"
+    assert "5 times" in final["last_error"]
+
+
+def test_malformed_message_fails_its_record_only(app_key: str, receiver: Receiver) -> None:
+    ep = make_endpoint(app_key, receiver.url("/m"))
+    run = create_run(app_key, ep["id"])
+    msgs = [
+        {
+            "MessageId": "good",
+            "ReceiptHandle": "g",
+            "Body": json.dumps({"run_id": run["id"], "app_id": "a"}),
+            "Attributes": {},
+        },
+        {"MessageId": "bad", "ReceiptHandle": "b", "Body": "{", "Attributes": {}},
+    ]
+    result = invoke("worker", sqs_event(msgs, "arn:aws:sqs:us-east-1:123456789012:q"))
+    assert result == {"batchItemFailures": [{"itemIdentifier": "bad"}]}
+    assert get_run(app_key, run["id"])["status"] == "success"
+
+
+def test_task_run_validation_and_isolation(app_key: str, other_app_key: str, receiver: Receiver) -> None:
+    ep = make_endpoint(app_key, receiver.url("/v"))
+    for body, status, field in [
+        ({"endpoint_id": ep["id"], "delay_sec": 5, "deliver_at": "2030-01-01T00:00:00Z"}, 400, "delay_sec"),
+        ({"endpoint_id": ep["id"], "delay_sec": -1}, 400, "delay_sec"),
+        ({"endpoint_id": ep["id"], "deliver_at": "tomorrow"}, 400, "deliver_at"),
+        ({"endpoint_id": ep["id"], "deliver_at": "2030-01-01T00:00:00"}, 400, "deliver_at"),
+        ({"endpoint_id": "ep_NOPE"}, 404, "endpoint_id"),
+        ({"endpoint_id": ep["id"], "payload": "x" * 300_000}, 413, "payload"),
+    ]:
+        resp = call_api("POST", "/v1/task-runs", key=app_key, body=body)
+        assert resp.status == status and resp.body["error"]["field"] == field, (body, resp.body)
+    assert call_api("GET", "/v1/task-runs", key=app_key).body["data"] == []
+    run = create_run(app_key, ep["id"], delay_sec=600)
+    assert call_api("POST", "/v1/task-runs", key=other_app_key, body={"endpoint_id": ep["id"]}).status == 404
+    for method, path in [
+        ("GET", f"/v1/task-runs/{run['id']}"),
+        ("POST", f"/v1/task-runs/{run['id']}/cancel"),
+        ("GET", f"/v1/task-runs/{run['id']}/attempts"),
+        ("POST", f"/v1/dead-letters/{run['id']}/replay"),
+    ]:
+        assert call_api(method, path, key=other_app_key).status == 404, path
+    assert call_api("GET", "/v1/task-runs", key=other_app_key).body["data"] == []
+    listed = call_api("GET", "/v1/task-runs", key=app_key, query={"status": "pending", "source": "direct"})
+    assert [r["id"] for r in listed.body["data"]] == [run["id"]]
+    assert call_api("GET", "/v1/task-runs", key=app_key, query={"status": "bogus"}).status == 400

@@ -40,6 +40,16 @@ class FixedClock:
             return self._now
 
 
+class ShiftedClock:
+    """Real time moved by a fixed offset: time flows, but starts where a test wants it."""
+
+    def __init__(self, start: datetime) -> None:
+        self._offset = start - datetime.now(UTC)
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self._offset
+
+
 _clock: Clock = SystemClock()
 
 

@@ -11,13 +11,21 @@ from pydantic import ValidationError
 from edgecron import __version__
 from edgecron.api.context import set_app_id
 from edgecron.api.responses import error_response, json_response
-from edgecron.api.routes import apps, endpoints, retry_policies, task_runs
+from edgecron.api.routes import account, apps, endpoints, events, retry_policies, schedules, task_runs
 from edgecron.config import get_settings
 from edgecron.data import apps as app_data
 from edgecron.errors import ApiError, NotFound, ParamInvalid, Unauthorized
 from edgecron.observability import logger
 
-ROUTERS = [apps.router, endpoints.router, retry_policies.router, task_runs.router]
+ROUTERS = [
+    apps.router,
+    endpoints.router,
+    retry_policies.router,
+    task_runs.router,
+    schedules.router,
+    account.router,
+    events.router,
+]
 TITLE = "EdgeCron API"
 ADMIN_PREFIX = "/v1/apps"
 SECURITY: dict[str, SecurityScheme] = {

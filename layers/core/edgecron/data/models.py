@@ -64,7 +64,7 @@ class EndpointModel(Model):
     timeout_ms = NumberAttribute(default=10_000)
     secrets = ListAttribute(of=SigningSecret, default=list)
     retry_policy_id = UnicodeAttribute(null=True)
-    filter_events = ListAttribute(of=UnicodeAttribute, default=list)
+    filter_events = ListAttribute[str](of=UnicodeAttribute, default=list)  # type: ignore[arg-type]
     active = BooleanAttribute(default=True)
     created_at = NumberAttribute()
     updated_at = NumberAttribute()
@@ -107,7 +107,7 @@ class ScheduleModel(Model):
     cron = UnicodeAttribute(null=True)
     at = NumberAttribute(null=True)
     timezone = UnicodeAttribute(default="UTC")
-    endpoint_ids = ListAttribute(of=UnicodeAttribute, default=list)
+    endpoint_ids = ListAttribute[str](of=UnicodeAttribute, default=list)  # type: ignore[arg-type]
     payload = JSONAttribute(null=True)
     status = UnicodeAttribute(default="ACTIVE")
     missed_policy = UnicodeAttribute(default="RUN_ONCE")
@@ -124,12 +124,12 @@ class ScheduleModel(Model):
     due = DueIndex()
 
 
-class UndispatchedIndex(GlobalSecondaryIndex["FireModel"]):
+class OpenFiresIndex(GlobalSecondaryIndex["FireModel"]):
     class Meta:
-        index_name = "undispatched"
+        index_name = "open_fires"
         projection = AllProjection()
 
-    pending_shard = UnicodeAttribute(hash_key=True)
+    open_shard = UnicodeAttribute(hash_key=True)
     fire_at = NumberAttribute(range_key=True)
 
 
@@ -142,16 +142,16 @@ class FireModel(Model):
     fire_at = NumberAttribute(range_key=True)
     app_id = UnicodeAttribute()
     status = UnicodeAttribute()
-    endpoint_ids = ListAttribute(of=UnicodeAttribute, default=list)
-    run_ids = ListAttribute(of=UnicodeAttribute, default=list)
-    pending_shard = UnicodeAttribute(null=True)
+    endpoint_ids = ListAttribute[str](of=UnicodeAttribute, default=list)  # type: ignore[arg-type]
+    run_ids = ListAttribute[str](of=UnicodeAttribute, default=list)  # type: ignore[arg-type]
+    open_shard = UnicodeAttribute(null=True)  # set until the Fire settles
     created_at = NumberAttribute()
     started_at = NumberAttribute(null=True)
     finished_at = NumberAttribute(null=True)
     error = UnicodeAttribute(null=True)
     counted = BooleanAttribute(default=False)
     expires_at = NumberAttribute(null=True)
-    undispatched = UndispatchedIndex()
+    open_fires = OpenFiresIndex()
 
 
 class WakeIndex(GlobalSecondaryIndex["TaskRunModel"]):
@@ -252,7 +252,7 @@ class EventModel(Model):
     payload = JSONAttribute(null=True)
     idempotency_key = UnicodeAttribute(null=True)
     fanout_status = UnicodeAttribute(default="pending")
-    endpoint_ids = ListAttribute(of=UnicodeAttribute, default=list)
+    endpoint_ids = ListAttribute[str](of=UnicodeAttribute, default=list)  # type: ignore[arg-type]
     created_at = NumberAttribute()
     expires_at = NumberAttribute(null=True)
 

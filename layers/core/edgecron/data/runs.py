@@ -307,3 +307,11 @@ def dead_letters_page(
     return query_page(
         M, app_id, limit, cursor, index=M.dead_letters, range_key_condition=rk, filter_condition=cond
     )
+
+
+def get_many(run_ids: list[str]) -> list[TaskRunModel]:
+    """Strongly consistent batch read (in pages of 100)."""
+    out: list[TaskRunModel] = []
+    for start in range(0, len(run_ids), 100):
+        out.extend(M.batch_get(run_ids[start : start + 100], consistent_read=True))
+    return out

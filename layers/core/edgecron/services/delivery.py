@@ -26,12 +26,14 @@ from edgecron.observability import (
     DEAD_LETTERED,
     DELIVERY_FAILED,
     DELIVERY_SUCCEEDED,
+    FIRE_LAG_MS,
     RETRY_SCHEDULED,
     count,
     logger,
     millis,
 )
 from edgecron.services import endpoints as endpoint_service
+from edgecron.services import fires
 from edgecron.services.http_sender import USER_AGENT, HttpOutcome, send
 from edgecron.services.retry_policies import resolve_spec
 
@@ -63,6 +65,8 @@ def deliver(run_id: str) -> DeliveryReport:
     run = run_data.claim(run_id, now_ms)
     if run is None:
         return _not_claimed(run_id, now_ms)
+    if run.source == "schedule" and run.fire_at is not None and run.total_attempts == 1:
+        millis(FIRE_LAG_MS, max(0, now_ms - int(run.fire_at)))
     endpoint = endpoint_data.get(run.app_id, run.endpoint_id)
     if endpoint is None:
         return _conclude(run, None, now, None, AttemptResult(None, "endpoint deleted", "endpoint_deleted"))
@@ -182,8 +186,6 @@ def _conclude(
 def after_run_finished(run: TaskRunModel, status: str, now_ms: int) -> None:
     """Settle what the run belongs to (a schedule's Fire) once the run is terminal."""
     if run.source == "schedule":
-        from edgecron.services import fires
-
         fires.run_settled(run, status, now_ms)
 
 

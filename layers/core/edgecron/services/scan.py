@@ -15,6 +15,7 @@ from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
 from edgecron.observability import SCAN_DURATION_MS, logger, millis
+from edgecron.services import schedules_scan
 
 
 @dataclass
@@ -32,6 +33,8 @@ def run_scan(now: datetime, *, rebuild: bool = False) -> ScanReport:
     started = time.perf_counter()
     report = ScanReport()
     dispatch_runs(now, report, rebuild=rebuild)
+    schedules = schedules_scan.dispatch_schedules(now)
+    report.extra.update(schedules.__dict__)
     report.duration_ms = int((time.perf_counter() - started) * 1000)
     millis(SCAN_DURATION_MS, report.duration_ms)
     logger.info("scan finished", extra={"report": report.__dict__})

@@ -18,6 +18,7 @@ from edgecron.domain import run_states as st
 from edgecron.errors import Conflict, NotFound, ParamInvalid, PayloadTooLarge
 from edgecron.schemas.common import MAX_PAYLOAD_BYTES
 from edgecron.schemas.task_runs import DeadLetterFilter, TaskRunCreate
+from edgecron.services import fires, quota, usage
 
 
 def check_payload(payload: Any, field: str = "payload") -> None:
@@ -45,6 +46,7 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime) -> TaskRunMode
         raise NotFound(f"endpoint {req.endpoint_id} not found", "endpoint_id")
     if not endpoint.active:
         raise Conflict(f"endpoint {req.endpoint_id} is inactive", "endpoint_id")
+    quota.check_quota(app_id, now_ms)
     deliver_at_ms = now_ms
     if req.deliver_at is not None:
         deliver_at_ms = max(now_ms, clock.to_ms(req.deliver_at))
@@ -63,6 +65,7 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime) -> TaskRunMode
         now_ms=now_ms,
     )
     data.put_new(run)
+    usage.record_trigger(app_id, "direct", now_ms)
     if send_now:
         send_deliveries([DeliveryMessage(run.run_id, app_id, (deliver_at_ms - now_ms) / 1000)])
     return run
@@ -77,7 +80,10 @@ def get(app_id: str, run_id: str, now_ms: int) -> TaskRunModel:
 
 def cancel(app_id: str, run_id: str, now_ms: int) -> TaskRunModel:
     run = get(app_id, run_id, now_ms)
-    if not data.cancel(run, now_ms, "cancelled by the API"):
+    if data.cancel(run, now_ms, "cancelled by the API"):
+        if run.source == "schedule":
+            fires.run_settled(run, st.CANCELLED, now_ms)
+    else:
         current = get(app_id, run_id, now_ms)
         raise Conflict(
             f"task run is {current.status}; only pending or retry_scheduled runs can be cancelled",

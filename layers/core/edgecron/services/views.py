@@ -5,7 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from edgecron.clock import iso_ms
-from edgecron.data.models import AppModel, AttemptModel, EndpointModel, RetryPolicyModel, TaskRunModel
+from edgecron.data.models import (
+    AppModel,
+    AttemptModel,
+    EndpointModel,
+    FireModel,
+    NotificationModel,
+    RetryPolicyModel,
+    ScheduleModel,
+    TaskRunModel,
+)
 
 
 def app_view(app: AppModel) -> dict[str, Any]:
@@ -86,4 +95,67 @@ def attempt_view(a: AttemptModel) -> dict[str, Any]:
         "outcome": a.outcome,
         "trace_id": a.trace_id,
         "started_at": iso_ms(a.started_at),
+    }
+
+
+def schedule_view(s: ScheduleModel, preview: list[int] | None = None) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "id": s.schedule_id,
+        "name": s.name,
+        "cron": s.cron,
+        "at": iso_ms(s.at),
+        "timezone": s.timezone,
+        "endpoint_ids": list(s.endpoint_ids or []),
+        "payload": s.payload,
+        "missed_policy": s.missed_policy,
+        "retry_policy_id": s.retry_policy_id,
+        "status": s.status,
+        "consecutive_failures": int(s.consecutive_failures or 0),
+        "next_fire_time": iso_ms(s.next_fire_at),
+        "last_fire_time": iso_ms(s.last_fire_at),
+        "finished": bool(s.finished),
+        "missed_left_out": int(s.missed_left_out or 0),
+        "created_at": iso_ms(s.created_at),
+        "updated_at": iso_ms(s.updated_at),
+    }
+    if preview is not None:
+        view["preview"] = [iso_ms(t) for t in preview]
+    return view
+
+
+def fire_view(f: FireModel, runs: dict[str, TaskRunModel], now_ms: int) -> dict[str, Any]:
+    status = f.status
+    if status == "SCHEDULED" and f.started_at is not None and now_ms >= f.fire_at:
+        status = "RUNNING"
+    duration = int(f.finished_at - f.started_at) if f.finished_at and f.started_at else None
+    return {
+        "fire_time": iso_ms(f.fire_at),
+        "status": status,
+        "started_at": iso_ms(f.started_at),
+        "finished_at": iso_ms(f.finished_at),
+        "duration_ms": duration,
+        "error": f.error,
+        "runs": [
+            {
+                "id": r.run_id,
+                "endpoint_id": r.endpoint_id,
+                "status": r.status,
+                "attempt_count": int(r.attempt_count),
+                "last_status_code": int(r.last_status_code) if r.last_status_code is not None else None,
+                "last_error": r.last_error,
+            }
+            for r in (runs.get(run_id) for run_id in f.run_ids)
+            if r is not None
+        ],
+    }
+
+
+def notification_view(n: NotificationModel) -> dict[str, Any]:
+    return {
+        "id": n.notification_id,
+        "kind": n.kind,
+        "title": n.title,
+        "message": n.message,
+        "data": n.data,
+        "created_at": iso_ms(n.created_at),
     }

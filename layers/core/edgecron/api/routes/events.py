@@ -1,0 +1,121 @@
+"""Events: publish (fanned out to the matching Endpoints off the request path), look up, list."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from pydantic import AwareDatetime
+
+from edgecron import clock
+from edgecron.api.context import current_app_id
+from edgecron.api.idempotency import IdempotencyKey, run_once
+from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor, page_body
+from edgecron.api.responses import docs, json_response
+from edgecron.data.models import EventModel
+from edgecron.errors import ParamInvalid
+from edgecron.schemas.events import EventCreate, EventDetail, EventName, EventOut, EventPage
+from edgecron.services import events as service
+
+router = Router()
+TAGS = ["Events"]
+
+
+def _now_ms() -> int:
+    return clock.to_ms(clock.now())
+
+
+def event_view(event: EventModel, *, with_payload: bool = True) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "id": event.event_id,
+        "name": event.name,
+        "idempotency_key": event.idempotency_key,
+        "fanout_status": event.fanout_status,
+        "matched_endpoints": len(event.endpoint_ids or []),
+        "created_at": clock.iso_ms(event.created_at),
+    }
+    if with_payload:
+        view["payload"] = event.payload
+    return view
+
+
+def delivery_view(d: service.Delivery) -> dict[str, Any]:
+    run = d.run
+    return {
+        "endpoint_id": d.endpoint_id,
+        "task_run_id": d.run_id,
+        "status": run.status if run else None,
+        "attempt_count": int(run.attempt_count) if run else 0,
+        "last_status_code": int(run.last_status_code) if run and run.last_status_code is not None else None,
+        "last_error": run.last_error if run else None,
+    }
+
+
+def _offset(cursor: str | None, event_id: str) -> int:
+    """The deliveries cursor: the offset into the Event's matched Endpoints."""
+    key = decode_cursor(cursor, "event_id", event_id)
+    if key is None:
+        return 0
+    raw = key.get("offset", {}).get("N", "")
+    if not raw.isdigit():
+        raise ParamInvalid("cursor is not valid", "cursor")
+    return int(raw)
+
+
+@router.post(
+    "/v1/events",
+    summary="Publish an Event (fanned out to every active Endpoint whose filter_events match)",
+    tags=TAGS,
+    responses=docs(202, EventOut, 409, 413, 429),
+)
+def publish_event(body: EventCreate, idempotency_key: IdempotencyKey = None) -> Response[str]:
+    app_id = current_app_id()
+
+    def create() -> tuple[int, dict[str, object]]:
+        return 202, event_view(service.publish(app_id, body, clock.now(), idempotency_key))
+
+    return run_once(app_id, "events", idempotency_key, body.model_dump(mode="json"), create)
+
+
+@router.get("/v1/events", summary="List Events, newest first", tags=TAGS, responses=docs(200, EventPage))
+def list_events(
+    limit: Limit = 20,
+    cursor: Cursor = None,
+    name: Annotated[EventName | None, Query(description="exact event name")] = None,
+    since: Annotated[AwareDatetime | None, Query(description="created at or after (RFC 3339)")] = None,
+    until: Annotated[AwareDatetime | None, Query(description="created at or before (RFC 3339)")] = None,
+) -> Response[str]:
+    app_id = current_app_id()
+    page = service.list_page(
+        app_id, limit, decode_cursor(cursor, "app_id", app_id), _now_ms(), name=name, since=since, until=until
+    )
+    return json_response(
+        200, page_body([event_view(e, with_payload=False) for e in page.items], page.last_key)
+    )
+
+
+@router.get(
+    "/v1/events/<event_id>",
+    summary="Get an Event with its matched Endpoints and their Task Runs (deliveries paged)",
+    tags=TAGS,
+    responses=docs(200, EventDetail, 404),
+)
+def get_event(event_id: str, limit: Limit = 100, cursor: Cursor = None) -> Response[str]:
+    now_ms = _now_ms()
+    event = service.get(current_app_id(), event_id, now_ms)
+    page, nxt = service.deliveries(event, _offset(cursor, event.event_id), limit, now_ms)
+    next_cursor = (
+        encode_cursor({"event_id": {"S": event.event_id}, "offset": {"N": str(nxt)}})
+        if nxt is not None
+        else None
+    )
+    return json_response(
+        200,
+        {
+            **event_view(event),
+            "deliveries": [delivery_view(d) for d in page],
+            "deliveries_next_cursor": next_cursor,
+        },
+    )

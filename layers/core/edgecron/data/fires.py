@@ -1,0 +1,118 @@
+"""Fires: one row per (schedule_id, fire_at), created with a conditional write — the exactly-once
+anchor. `open_shard` keeps a Fire in the sparse `open_fires` index until it settles; `started_at`
+is set once its runs are enqueued, so a Fire open without it was interrupted mid-dispatch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
+
+from edgecron import ids
+from edgecron.config import get_settings
+from edgecron.data.expiry import expires_at_s
+from edgecron.data.models import FireModel
+from edgecron.data.paging import Page, query_page
+
+M = FireModel
+SCHEDULED, RUNNING, COMPLETED, FAILED, CANCELLED, MISSED = (
+    "SCHEDULED",
+    "RUNNING",
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "MISSED",
+)
+OPEN = (SCHEDULED, RUNNING)
+FINAL = (COMPLETED, FAILED, CANCELLED, MISSED)
+
+
+def _cond_failed(exc: UpdateError | PutError) -> bool:
+    return exc.cause_response_code == "ConditionalCheckFailedException"
+
+
+def open_shard(schedule_id: str) -> str:
+    return ids.shard_of(schedule_id, get_settings().shards)
+
+
+def create(
+    schedule_id: str,
+    fire_at_ms: int,
+    app_id: str,
+    endpoint_ids: list[str],
+    run_ids: list[str],
+    now_ms: int,
+    *,
+    status: str = SCHEDULED,
+    error: str | None = None,
+) -> tuple[FireModel, bool]:
+    """Create the Fire unless it exists; returns (the stored Fire, created?)."""
+    is_open = status in OPEN
+    fire = M(
+        schedule_id=schedule_id,
+        fire_at=fire_at_ms,
+        app_id=app_id,
+        status=status,
+        endpoint_ids=endpoint_ids,
+        run_ids=run_ids,
+        created_at=now_ms,
+        error=error,
+        open_shard=open_shard(schedule_id) if is_open else None,
+        finished_at=None if is_open else now_ms,
+        expires_at=expires_at_s(now_ms),
+    )
+    try:
+        fire.save(condition=M.fire_at.does_not_exist())
+        return fire, True
+    except PutError as exc:
+        if not _cond_failed(exc):
+            raise
+    existing = get(schedule_id, fire_at_ms)
+    if existing is None:  # expired and deleted between the two calls: treat as new
+        return create(
+            schedule_id, fire_at_ms, app_id, endpoint_ids, run_ids, now_ms, status=status, error=error
+        )
+    return existing, False
+
+
+def get(schedule_id: str, fire_at_ms: int) -> FireModel | None:
+    try:
+        return M.get(schedule_id, fire_at_ms, consistent_read=True)
+    except DoesNotExist:
+        return None
+
+
+def mark_dispatched(fire: FireModel, now_ms: int) -> None:
+    fire.update(actions=[M.started_at.set(max(int(fire.fire_at), now_ms))], condition=M.status.is_in(*OPEN))
+
+
+def settle(fire: FireModel, status: str, now_ms: int, error: str | None) -> bool:
+    """Move a Fire to its final status once; only the winner counts it toward auto-pause."""
+    actions: list[Any] = [M.status.set(status), M.finished_at.set(now_ms), M.open_shard.remove()]
+    if error:
+        actions.append(M.error.set(error[:500]))
+    try:
+        fire.update(actions=actions, condition=M.status.is_in(*OPEN))
+        return True
+    except UpdateError as exc:
+        if _cond_failed(exc):
+            return False
+        raise
+
+
+def open_fires_of(schedule_id: str) -> Iterator[FireModel]:
+    """The schedule's unsettled Fires (dispatched ahead, running, or waiting for retries)."""
+    yield from M.open_fires.query(open_shard(schedule_id), filter_condition=M.schedule_id == schedule_id)
+
+
+def interrupted(shard: str, before_ms: int) -> Iterator[FireModel]:
+    """Open Fires whose dispatch never completed (a scan crashed between creating and enqueuing)."""
+    yield from M.open_fires.query(
+        shard, range_key_condition=M.fire_at < before_ms, filter_condition=M.started_at.does_not_exist()
+    )
+
+
+def recent(schedule_id: str, limit: int, now_ms: int) -> Page[FireModel]:
+    alive = M.expires_at.does_not_exist() | (M.expires_at > now_ms // 1000)
+    return query_page(M, schedule_id, limit, None, newest_first=True, filter_condition=alive)

@@ -1,0 +1,49 @@
+"""App notifications (auto-pause and other notices) and the SNS alerts topic."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from edgecron import ids
+from edgecron.config import get_settings
+from edgecron.data.aws import client
+from edgecron.data.expiry import expires_at_s
+from edgecron.data.models import NotificationModel
+from edgecron.data.paging import Page, query_page
+from edgecron.observability import logger
+
+
+def record(
+    app_id: str, kind: str, title: str, message: str, data: dict[str, Any], now_ms: int
+) -> NotificationModel:
+    note = NotificationModel(
+        app_id=app_id,
+        notification_id=ids.new_id("ntf", now_ms),
+        kind=kind,
+        title=title,
+        message=message,
+        data=data,
+        created_at=now_ms,
+        expires_at=expires_at_s(now_ms),
+    )
+    note.save()
+    return note
+
+
+def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: int) -> Page[NotificationModel]:
+    alive = NotificationModel.expires_at.does_not_exist() | (NotificationModel.expires_at > now_ms // 1000)
+    return query_page(NotificationModel, app_id, limit, cursor, newest_first=True, filter_condition=alive)
+
+
+def publish_alert(subject: str, message: dict[str, Any]) -> bool:
+    """Publish to the alerts topic; a failure is logged, never raised (the pause already happened)."""
+    arn = get_settings().alerts_topic_arn
+    if not arn:
+        return False
+    try:
+        client("sns").publish(TopicArn=arn, Subject=subject[:100], Message=json.dumps(message, default=str))
+        return True
+    except Exception:
+        logger.exception("could not publish the alert", extra={"subject": subject})
+        return False

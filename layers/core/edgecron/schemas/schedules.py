@@ -1,0 +1,112 @@
+"""Schedules, their Fires (run history), notifications and usage."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, Field, StringConstraints
+
+from edgecron.schemas.common import Id, Name, Page, Strict
+
+CronExpr = Annotated[str, StringConstraints(min_length=1, max_length=256, strip_whitespace=True)]
+Zone = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+MissedPolicy = Literal["RUN_ONCE", "SKIP"]
+Status = Literal["ACTIVE", "PAUSED"]
+
+
+class ScheduleCreate(Strict):
+    name: Name | None = None
+    cron: CronExpr | None = Field(default=None, description="5 fields, or 6 with seconds first")
+    at: AwareDatetime | None = Field(default=None, description="one-time fire time (RFC 3339)")
+    timezone: Zone = "UTC"
+    endpoint_ids: list[Id] = Field(
+        default_factory=list,
+        max_length=100,
+        description="empty = every active Endpoint of the App at fire time",
+    )
+    payload: Any = None
+    missed_policy: MissedPolicy = "RUN_ONCE"
+    retry_policy_id: Id | None = Field(default=None, description="overrides the Endpoints' retry policy")
+    status: Status = "ACTIVE"
+
+
+class ScheduleUpdate(Strict):
+    name: Name | None = None
+    cron: CronExpr | None = None
+    at: AwareDatetime | None = None
+    timezone: Zone | None = None
+    endpoint_ids: list[Id] | None = Field(default=None, max_length=100)
+    payload: Any = None
+    missed_policy: MissedPolicy | None = None
+    retry_policy_id: Id | None = None
+    status: Status | None = None
+
+
+class ScheduleOut(BaseModel):
+    id: str
+    name: str | None
+    cron: str | None
+    at: str | None
+    timezone: str
+    endpoint_ids: list[str]
+    payload: Any = None
+    missed_policy: str
+    retry_policy_id: str | None
+    status: str
+    consecutive_failures: int
+    next_fire_time: str | None
+    last_fire_time: str | None
+    finished: bool
+    missed_left_out: int
+    created_at: str
+    updated_at: str
+    preview: list[str] | None = None
+
+
+class SchedulePage(Page):
+    data: list[ScheduleOut]
+
+
+class FireRunOut(BaseModel):
+    id: str
+    endpoint_id: str
+    status: str
+    attempt_count: int
+    last_status_code: int | None
+    last_error: str | None
+
+
+class FireOut(BaseModel):
+    fire_time: str
+    status: str
+    started_at: str | None
+    finished_at: str | None
+    duration_ms: int | None
+    error: str | None
+    runs: list[FireRunOut]
+
+
+class FireList(BaseModel):
+    data: list[FireOut]
+
+
+class NotificationOut(BaseModel):
+    id: str
+    kind: str
+    title: str
+    message: str
+    data: Any = None
+    created_at: str
+
+
+class NotificationPage(Page):
+    data: list[NotificationOut]
+
+
+class UsageOut(BaseModel):
+    month: str
+    schedule: int
+    event: int
+    direct: int
+    total: int
+    monthly_quota: int | None

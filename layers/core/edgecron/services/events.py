@@ -1,0 +1,122 @@
+"""Event use cases for the API: publish (store, bill once, hand to the fan-out queue), look up, list.
+
+Publishing answers before any Endpoint is matched: the fan-out function (services/fanout.py)
+creates the Task Runs off the request path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from edgecron import clock, ids
+from edgecron.data import events as data
+from edgecron.data import runs as run_data
+from edgecron.data import usage as usage_data
+from edgecron.data.expiry import expires_at_s
+from edgecron.data.models import EventModel, TaskRunModel
+from edgecron.data.paging import Page
+from edgecron.data.queues import send_fanout
+from edgecron.errors import NotFound, ParamInvalid
+from edgecron.observability import logger
+from edgecron.schemas.events import EventCreate
+from edgecron.services import quota, usage
+from edgecron.services.task_runs import check_payload
+
+
+def run_id_for(event_id: str, endpoint_id: str) -> str:
+    """The Task Run of an Event at an Endpoint: the same pair always gives the same id."""
+    return ids.deterministic_id("run", event_id, endpoint_id)
+
+
+def publish(app_id: str, req: EventCreate, now: datetime, idempotency_key: str | None = None) -> EventModel:
+    """Validate, check the quota, store the Event, count ONE billable trigger, enqueue its fan-out.
+    Nothing is stored when a check fails; if the trigger cannot be counted or the fan-out message
+    cannot be sent, the Event is removed again and the error raised, so a client retry (with the
+    same Idempotency-Key, which is released on errors) publishes it once."""
+    now_ms = clock.to_ms(now)
+    check_payload(req.payload)
+    quota.check_quota(app_id, now_ms)
+    event = EventModel(
+        app_id=app_id,
+        event_id=ids.new_id("evt", now_ms),
+        name=req.name,
+        payload=req.payload,
+        idempotency_key=idempotency_key,
+        fanout_status=data.PENDING,
+        endpoint_ids=[],
+        created_at=now_ms,
+        expires_at=expires_at_s(now_ms),
+    )
+    data.put_new(event)
+    counted = False
+    try:
+        usage.record_trigger(app_id, "event", now_ms)
+        counted = True
+        send_fanout(event.event_id, app_id)
+    except Exception:
+        _undo_publish(event, counted, now_ms)
+        raise
+    return event
+
+
+def _undo_publish(event: EventModel, counted: bool, now_ms: int) -> None:
+    """Best effort: a fan-out message that did get through finds no Event and does nothing."""
+    try:
+        data.delete(event.app_id, event.event_id)
+        if counted:
+            usage_data.add(event.app_id, usage.month_of(now_ms), "event", -1)
+    except Exception:
+        logger.exception("could not undo a failed publish", extra={"event_id": event.event_id})
+
+
+def get(app_id: str, event_id: str, now_ms: int) -> EventModel:
+    event = data.get_for_app(app_id, event_id, now_ms)
+    if event is None:
+        raise NotFound(f"event {event_id} not found", "id")
+    return event
+
+
+def list_page(
+    app_id: str,
+    limit: int,
+    cursor: dict[str, Any] | None,
+    now_ms: int,
+    *,
+    name: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> Page[EventModel]:
+    if since is not None and until is not None and since > until:
+        raise ParamInvalid("since must not be after until", "since")
+    return data.list_page(
+        app_id,
+        limit,
+        cursor,
+        now_ms,
+        name=name,
+        since_ms=clock.to_ms(since) if since else None,
+        until_ms=clock.to_ms(until) if until else None,
+    )
+
+
+@dataclass(frozen=True)
+class Delivery:
+    endpoint_id: str
+    run_id: str
+    run: TaskRunModel | None  # None once the run expired
+
+
+def deliveries(event: EventModel, offset: int, limit: int, now_ms: int) -> tuple[list[Delivery], int | None]:
+    """One page of the Event's matched Endpoints with their Task Runs (batch-read), and the offset
+    of the next page (None at the end). Paged because a run item carries the payload."""
+    endpoint_ids = list(event.endpoint_ids or [])[offset : offset + limit]
+    run_ids = [run_id_for(event.event_id, endpoint_id) for endpoint_id in endpoint_ids]
+    runs = {
+        r.run_id: r
+        for r in run_data.get_many(run_ids)
+        if r.app_id == event.app_id and (r.expires_at is None or r.expires_at > now_ms // 1000)
+    }
+    page = [Delivery(ep, rid, runs.get(rid)) for ep, rid in zip(endpoint_ids, run_ids, strict=True)]
+    nxt = offset + limit
+    return page, (nxt if nxt < len(event.endpoint_ids or []) else None)

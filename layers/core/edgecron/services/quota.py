@@ -1,0 +1,40 @@
+"""The optional monthly quota of an App: billable triggers (schedule fires, Event publishes, direct
+Task Runs) per calendar month (UTC). No quota set = unlimited.
+
+The check reads the App and its usage counters before the trigger is recorded, so it is a soft
+limit: requests racing each other at the limit may each pass the check and overshoot it by the
+number of concurrent requests. Usage counters are atomic and never lose a trigger."""
+
+from __future__ import annotations
+
+from edgecron.data import apps
+from edgecron.errors import QuotaExceeded
+from edgecron.services import usage
+
+
+def _quota_and_used(app_id: str, now_ms: int) -> tuple[int, int] | None:
+    app = apps.get_app(app_id)
+    if app is None or app.monthly_quota is None:
+        return None
+    return int(app.monthly_quota), usage.usage_of(app_id, usage.month_of(now_ms))["total"]
+
+
+def remaining(app_id: str, now_ms: int) -> int | None:
+    """Triggers left this month (0 when used up), or None when the App has no quota."""
+    state = _quota_and_used(app_id, now_ms)
+    return None if state is None else max(0, state[0] - state[1])
+
+
+def over_quota(app_id: str, now_ms: int) -> bool:
+    """For the schedule path: a fire over quota becomes a FAILED fire instead of raising."""
+    return remaining(app_id, now_ms) == 0
+
+
+def check_quota(app_id: str, now_ms: int) -> None:
+    """Raise QuotaExceeded (429 QUOTA_EXCEEDED) when the App's quota for this month is used up.
+    Call it before storing anything."""
+    state = _quota_and_used(app_id, now_ms)
+    if state is not None and state[1] >= state[0]:
+        raise QuotaExceeded(
+            f"the monthly quota of {state[0]} billable triggers is used up for {usage.month_of(now_ms)}"
+        )

@@ -1,0 +1,203 @@
+"""Schedule use cases for the API: validate strictly, compute the next fire time, and dispatch the
+first look-ahead window at once so a new schedule never waits for the next scan tick."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from edgecron import clock, ids
+from edgecron.data import endpoints as endpoint_data
+from edgecron.data import retry_policies as policy_data
+from edgecron.data import schedules as data
+from edgecron.data.models import ScheduleModel
+from edgecron.domain import cron
+from edgecron.errors import Conflict, NotFound, ParamInvalid
+from edgecron.schemas.schedules import ScheduleCreate, ScheduleUpdate
+from edgecron.services import fire_dispatch, fires
+from edgecron.services.retry_policies import DEFAULT_ID
+from edgecron.services.task_runs import check_payload
+
+_TIMING = {"cron", "at", "timezone"}
+
+
+def _spec(expression: str | None, timezone: str) -> cron.CronSpec | None:
+    try:
+        if expression is None:
+            cron.parse_cron("* * * * *", timezone)  # validates the zone alone
+            return None
+        return cron.parse_cron(expression, timezone)
+    except cron.CronError as exc:
+        raise ParamInvalid(str(exc), exc.field) from exc
+
+
+def _first_fire_ms(spec: cron.CronSpec | None, at: datetime | None, now: datetime) -> int | None:
+    if spec is not None:
+        nxt = cron.next_fire(spec, now)
+        return clock.to_ms(nxt) if nxt else None
+    assert at is not None
+    try:
+        cron.validate_at(at, now)
+    except cron.CronError as exc:
+        raise ParamInvalid(str(exc), exc.field) from exc
+    return max(clock.to_ms(at), clock.to_ms(now))
+
+
+def _check_refs(app_id: str, endpoint_ids: list[str] | None, retry_policy_id: str | None) -> None:
+    for i, endpoint_id in enumerate(endpoint_ids or []):
+        if endpoint_data.get(app_id, endpoint_id) is None:
+            raise NotFound(f"endpoint {endpoint_id} not found", f"endpoint_ids.{i}")
+    if endpoint_ids and len(set(endpoint_ids)) != len(endpoint_ids):
+        raise ParamInvalid("endpoint_ids contains duplicates", "endpoint_ids")
+    if retry_policy_id and retry_policy_id != DEFAULT_ID and policy_data.get(app_id, retry_policy_id) is None:
+        raise ParamInvalid(f"retry policy {retry_policy_id} not found", "retry_policy_id")
+
+
+def _set_timing(schedule: ScheduleModel, now: datetime) -> None:
+    spec = _spec(schedule.cron, schedule.timezone)
+    at = clock.from_ms(schedule.at) if schedule.at is not None else None
+    schedule.next_fire_at = _first_fire_ms(spec, at, now)
+    schedule.finished = False
+    _sync_due(schedule)
+
+
+def _sync_due(schedule: ScheduleModel) -> None:
+    active = schedule.status == "ACTIVE" and schedule.next_fire_at is not None
+    schedule.due_shard = data.shard_for(schedule.schedule_id) if active else None
+
+
+def create(app_id: str, req: ScheduleCreate, now: datetime) -> ScheduleModel:
+    if (req.cron is None) == (req.at is None):
+        raise ParamInvalid("give either cron or at", "cron")
+    check_payload(req.payload)
+    _check_refs(app_id, req.endpoint_ids, req.retry_policy_id)
+    now_ms = clock.to_ms(now)
+    schedule = ScheduleModel(
+        app_id=app_id,
+        schedule_id=ids.new_id("sch", now_ms),
+        name=req.name,
+        cron=req.cron,
+        at=clock.to_ms(req.at) if req.at else None,
+        timezone=req.timezone,
+        endpoint_ids=req.endpoint_ids,
+        payload=req.payload,
+        status=req.status,
+        missed_policy=req.missed_policy,
+        retry_policy_id=req.retry_policy_id,
+        consecutive_failures=0,
+        version=1,
+        created_at=now_ms,
+        updated_at=now_ms,
+    )
+    _set_timing(schedule, now)
+    data.put_new(schedule)
+    kick(schedule, now)
+    return schedule
+
+
+def get(app_id: str, schedule_id: str) -> ScheduleModel:
+    schedule = data.get(app_id, schedule_id, consistent=True)
+    if schedule is None:
+        raise NotFound(f"schedule {schedule_id} not found", "id")
+    return schedule
+
+
+def preview(schedule: ScheduleModel, n: int) -> list[int]:
+    """The next n fire times (the stored next one first)."""
+    if schedule.next_fire_at is None or n <= 0:
+        return []
+    spec = fire_dispatch.spec_of(schedule)
+    first = int(schedule.next_fire_at)
+    if spec is None:
+        return [first]
+    rest = cron.next_fires(spec, clock.from_ms(first), n - 1)
+    return [first, *(clock.to_ms(t) for t in rest)]
+
+
+def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) -> ScheduleModel:
+    changes: dict[str, Any] = req.model_dump(exclude_unset=True)
+    for field in ("timezone", "endpoint_ids", "missed_policy"):
+        if field in changes and changes[field] is None:
+            raise ParamInvalid(f"{field} cannot be null", field)
+    if "payload" in changes:
+        check_payload(changes["payload"])
+    _check_refs(app_id, changes.get("endpoint_ids"), changes.get("retry_policy_id"))
+    status = changes.pop("status", None)
+    for _ in range(5):  # the scan may advance the schedule meanwhile: re-read and re-apply
+        schedule = get(app_id, schedule_id)
+        version = int(schedule.version)
+        if "cron" in changes or "at" in changes:
+            new_cron = changes.get("cron", schedule.cron if "at" not in changes else None)
+            new_at = changes.get("at", None if "cron" in changes else schedule.at)
+            if (new_cron is None) == (new_at is None):
+                raise ParamInvalid("give either cron or at", "cron")
+            schedule.cron = new_cron
+            schedule.at = clock.to_ms(new_at) if isinstance(new_at, datetime) else new_at
+        for field in ("name", "timezone", "endpoint_ids", "payload", "missed_policy", "retry_policy_id"):
+            if field in changes:
+                setattr(schedule, field, changes[field])
+        if _TIMING & changes.keys():
+            _set_timing(schedule, now)
+        schedule.version = version + 1
+        schedule.updated_at = clock.to_ms(now)
+        if data.save_if_version(schedule, version):
+            break
+    else:
+        raise Conflict("the schedule is changing concurrently; try again", "id")
+    if status == "PAUSED":
+        return pause(app_id, schedule_id, now)
+    if status == "ACTIVE":
+        return resume(app_id, schedule_id, now)
+    kick(schedule, now)
+    return schedule
+
+
+def pause(app_id: str, schedule_id: str, now: datetime) -> ScheduleModel:
+    """Stop firing; cancel fires dispatched ahead and pending retries (resume will not bring them back)."""
+    for _ in range(5):
+        schedule = get(app_id, schedule_id)
+        if schedule.status == "PAUSED":
+            return schedule
+        version = int(schedule.version)
+        schedule.status = "PAUSED"
+        _sync_due(schedule)
+        schedule.version = version + 1
+        schedule.updated_at = clock.to_ms(now)
+        if data.save_if_version(schedule, version):
+            fires.cancel_open(schedule_id, clock.to_ms(now), "schedule paused")
+            return schedule
+    raise Conflict("the schedule is changing concurrently; try again", "id")
+
+
+def resume(app_id: str, schedule_id: str, now: datetime) -> ScheduleModel:
+    """PAUSED → ACTIVE resets the failure counter and continues from the next fire time after now."""
+    for _ in range(5):
+        schedule = get(app_id, schedule_id)
+        if schedule.status == "ACTIVE":
+            return schedule
+        version = int(schedule.version)
+        schedule.status = "ACTIVE"
+        schedule.consecutive_failures = 0
+        if schedule.cron is None and schedule.at is not None and schedule.at < clock.to_ms(now):
+            schedule.next_fire_at = None  # a one-time schedule whose time passed while paused
+        else:
+            _set_timing(schedule, now)
+        _sync_due(schedule)
+        schedule.version = version + 1
+        schedule.updated_at = clock.to_ms(now)
+        if data.save_if_version(schedule, version):
+            kick(schedule, now)
+            return schedule
+    raise Conflict("the schedule is changing concurrently; try again", "id")
+
+
+def delete(app_id: str, schedule_id: str, now: datetime) -> None:
+    schedule = get(app_id, schedule_id)
+    data.delete(schedule)
+    fires.cancel_open(schedule_id, clock.to_ms(now), "schedule deleted")
+
+
+def kick(schedule: ScheduleModel, now: datetime) -> None:
+    """Dispatch what is due before the next scan tick could see it."""
+    if schedule.status == "ACTIVE" and schedule.next_fire_at is not None:
+        fire_dispatch.dispatch_due(schedule, now, clock.to_ms(now) + fire_dispatch.lookahead_ms())

@@ -1,0 +1,308 @@
+"""Schedules: API validation, exactly-once dispatch under concurrency and crashes, fire history,
+pause/resume/delete, and auto-pause after three failed fires."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from tests.integration.conftest import Pump, new_app
+from tests.support.harness import call_api, invoke
+from tests.support.receiver import Receiver, Reply
+
+from edgecron import clock
+from edgecron.data import fires as fire_data
+from edgecron.data import runs as run_data
+from edgecron.data import schedules as schedule_data
+from edgecron.data.models import FireModel, TaskRunModel
+from edgecron.services import fire_dispatch, schedules_scan
+
+T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def fixed() -> clock.FixedClock:
+    c = clock.FixedClock(T0)
+    clock.set_clock(c)
+    return c
+
+
+def endpoint(key: str, url: str = "http://127.0.0.1:9/x", **extra: Any) -> str:
+    resp = call_api("POST", "/v1/endpoints", key=key, body={"url": url, **extra})
+    assert resp.status == 201, resp.body
+    return str(resp.body["id"])
+
+
+def schedule(key: str, **body: Any) -> dict[str, Any]:
+    resp = call_api("POST", "/v1/schedules", key=key, body=body)
+    assert resp.status == 201, resp.body
+    return dict(resp.body)
+
+
+def fires_of(schedule_id: str) -> list[FireModel]:
+    return list(FireModel.query(schedule_id))
+
+
+def runs_of(app_id: str, schedule_id: str) -> list[TaskRunModel]:
+    return [r for r in TaskRunModel.by_app.query(app_id) if r.source_id == schedule_id]
+
+
+def test_create_validates_strictly_and_stores_nothing(app_key: str, other_app_key: str) -> None:
+    ep = endpoint(app_key)
+    other_ep = endpoint(other_app_key)
+    cases = [
+        ({"cron": "61 * * * *"}, 400, "cron"),
+        ({"cron": "* * *"}, 400, "cron"),
+        ({"cron": "0 0 30 2 *"}, 400, "cron"),
+        ({"cron": "* * * * *", "timezone": "Mars/Olympus"}, 400, "timezone"),
+        ({"cron": "* * * * *", "at": "2030-01-01T00:00:00Z"}, 400, "cron"),
+        ({}, 400, "cron"),
+        ({"at": "2001-01-01T00:00:00Z"}, 400, "at"),
+        ({"cron": "* * * * *", "missed_policy": "ALWAYS"}, 400, "missed_policy"),
+        ({"cron": "* * * * *", "endpoint_ids": [other_ep]}, 404, "endpoint_ids.0"),
+        ({"cron": "* * * * *", "endpoint_ids": [ep, ep]}, 400, "endpoint_ids"),
+        ({"cron": "* * * * *", "retry_policy_id": "rp_NOPE"}, 400, "retry_policy_id"),
+        ({"cron": "* * * * *", "payload": "x" * 300_000}, 413, "payload"),
+    ]
+    for body, status, field in cases:
+        resp = call_api("POST", "/v1/schedules", key=app_key, body=body)
+        assert resp.status == status and resp.body["error"]["field"] == field, (body, resp.body)
+    assert call_api("GET", "/v1/schedules", key=app_key).body["data"] == []
+
+
+def test_get_shows_next_fire_time_and_preview_in_the_zone(app_key: str, fixed: clock.FixedClock) -> None:
+    s = schedule(app_key, cron="30 2 * * *", timezone="America/New_York", status="PAUSED")
+    assert s["next_fire_time"] == "2026-06-02T06:30:00.000Z"  # 02:30 EDT
+    got = call_api("GET", f"/v1/schedules/{s['id']}", key=app_key, query={"preview": "3"}).body
+    assert got["preview"] == [
+        "2026-06-02T06:30:00.000Z",
+        "2026-06-03T06:30:00.000Z",
+        "2026-06-04T06:30:00.000Z",
+    ]
+    assert call_api("GET", f"/v1/schedules/{s['id']}", key=app_key, query={"preview": "21"}).status == 400
+    six = schedule(app_key, cron="15 0 12 * * *", status="PAUSED")  # seconds first
+    assert six["next_fire_time"] == "2026-06-01T12:00:15.000Z"
+
+
+def test_every_second_schedule_dispatches_each_fire_once(app_key: str, fixed: clock.FixedClock) -> None:
+    app_id = call_api("GET", "/v1/usage", key=app_key)
+    ep = endpoint(app_key)
+    s = schedule(app_key, cron="* * * * * *", endpoint_ids=[ep])
+    # the create dispatched the look-ahead window (70 s) at once
+    fires = fires_of(s["id"])
+    assert len(fires) == 70
+    assert [int(f.fire_at) for f in fires] == [clock.to_ms(T0) + 1000 * i for i in range(1, 71)]
+    for _ in range(3):  # scans at the same instant change nothing
+        invoke("scan", {"detail": {}})
+    assert len(fires_of(s["id"])) == 70
+    fixed.advance(60)
+    invoke("scan", {"detail": {}})
+    assert len(fires_of(s["id"])) == 130
+    stored = schedule_data.get(fires[0].app_id, s["id"])
+    assert stored is not None and stored.next_fire_at == clock.to_ms(T0) + 131_000
+    runs = runs_of(fires[0].app_id, s["id"])
+    assert len(runs) == 130 and len({r.run_id for r in runs}) == 130
+    usage = call_api("GET", "/v1/usage", key=app_key, query={"month": "2026-06"}).body
+    assert usage["schedule"] == 130
+    assert app_id.status == 200
+
+
+# moto answers ~50 DynamoDB calls a second here, so CI runs 100 schedules; set
+# EDGECRON_CONCURRENCY_SCHEDULES=1000 for the full-size run (several minutes).
+N_CONCURRENT = int(os.environ.get("EDGECRON_CONCURRENCY_SCHEDULES", "100"))
+
+
+@pytest.fixture
+def atomic_aws_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each AWS call is atomic, as in DynamoDB; threads interleave between calls. (In-process moto
+    is not thread-safe inside one call.)"""
+    import botocore.client
+
+    lock = threading.RLock()
+    original = botocore.client.BaseClient._make_api_call
+
+    def locked(self: Any, operation: str, params: Any) -> Any:
+        with lock:
+            return original(self, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", locked)
+
+
+def test_eight_concurrent_scans_create_each_fire_and_run_once(
+    fixed: clock.FixedClock, atomic_aws_calls: None
+) -> None:
+    app_id, key = new_app("concurrency")
+    ep = endpoint(key)
+    ids = []
+    for _ in range(N_CONCURRENT):
+        s = schedule(key, cron="0 13 * * *", endpoint_ids=[ep])
+        ids.append(s["id"])
+    fixed.set(T0 + timedelta(hours=1) - timedelta(seconds=30))
+    now = fixed.now()
+    barrier = threading.Barrier(8)
+
+    def scan() -> int:
+        barrier.wait()
+        return schedules_scan.dispatch_schedules(now).fires_dispatched
+
+    with ThreadPoolExecutor(8) as pool:
+        dispatched = sum(pool.map(lambda _: scan(), range(8)))
+    assert dispatched == N_CONCURRENT  # each advance CAS won exactly once
+    fire_at = clock.to_ms(T0 + timedelta(hours=1))
+    for schedule_id in ids:
+        fires = fires_of(schedule_id)
+        assert [int(f.fire_at) for f in fires] == [fire_at]
+        assert fires[0].started_at is not None
+    runs = [r for r in TaskRunModel.by_app.query(app_id) if r.source == "schedule"]
+    assert len(runs) == N_CONCURRENT and len({r.run_id for r in runs}) == N_CONCURRENT
+    usage = call_api("GET", "/v1/usage", key=key, query={"month": "2026-06"}).body
+    assert usage["schedule"] == N_CONCURRENT
+
+
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("step", ["after_fire", "after_runs", "after_enqueue", "after_dispatched"])
+def test_a_crash_between_scan_steps_loses_and_doubles_nothing(
+    step: str, fixed: clock.FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app_id, key = new_app("crash")
+    eps = [endpoint(key), endpoint(key)]
+    s = schedule(key, cron="0 13 * * *", endpoint_ids=eps)
+    fixed.set(T0 + timedelta(minutes=59, seconds=30))
+    targets = {
+        "after_fire": (fire_dispatch.run_data, "put_new"),
+        "after_runs": (fire_dispatch, "send_deliveries"),
+        "after_enqueue": (fire_dispatch.fire_data, "mark_dispatched"),
+        "after_dispatched": (fire_dispatch.schedule_data, "advance"),
+    }
+    module, name = targets[step]
+    original = getattr(module, name)
+
+    def crash(*args: Any, **kwargs: Any) -> Any:
+        if step == "after_enqueue" or step == "after_dispatched":
+            pass
+        raise Crash(step)
+
+    monkeypatch.setattr(module, name, crash)
+    with pytest.raises(Crash):
+        fire_dispatch.dispatch_due(
+            schedule_data.get(app_id, s["id"]), fixed.now(), clock.to_ms(fixed.now()) + 70_000
+        )  # type: ignore[arg-type]
+    monkeypatch.setattr(module, name, original)
+    fixed.advance(40)  # the next scan, 10 s after the fire time
+    invoke("scan", {"detail": {}})
+    fixed.advance(60)
+    invoke("scan", {"detail": {}})
+    fire_at = clock.to_ms(T0 + timedelta(hours=1))
+    fires = fires_of(s["id"])
+    assert [(int(f.fire_at), f.status) for f in fires][:1] == [(fire_at, "SCHEDULED")]
+    assert all(f.status != "MISSED" for f in fires)
+    runs = runs_of(app_id, s["id"])
+    assert sorted(r.endpoint_id for r in runs if r.fire_at == fire_at) == sorted(eps)
+    stored = schedule_data.get(app_id, s["id"])
+    assert stored is not None and stored.next_fire_at == clock.to_ms(T0 + timedelta(days=1, hours=1))
+    usage = call_api("GET", "/v1/usage", key=key, query={"month": "2026-06"}).body
+    assert usage["schedule"] == 1
+
+
+def test_pause_after_lookahead_enqueue_cancels_the_runs(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    ep = endpoint(app_key, receiver.url("/p"))
+    start = datetime.now(UTC).replace(microsecond=0)
+    s = schedule(app_key, cron="*/3 * * * * *", endpoint_ids=[ep], payload={"k": 1})
+    assert len(fires_of(s["id"])) > 10  # dispatched ahead
+    paused = call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key)
+    assert paused.status == 200 and paused.body["status"] == "PAUSED" and paused.body["next_fire_time"]
+    pump.deliveries(quiet_for=4)
+    late = [r for r in receiver.received("/p") if r.at > start.timestamp() + 1]
+    assert late == []
+    statuses = {f.status for f in fires_of(s["id"])}
+    assert statuses <= {"CANCELLED", "COMPLETED"}
+    history = call_api("GET", f"/v1/schedules/{s['id']}/fires", key=app_key, query={"limit": "5"}).body[
+        "data"
+    ]
+    assert len(history) == 5 and history[0]["fire_time"] > history[-1]["fire_time"]
+    assert history[0]["status"] == "CANCELLED" and history[0]["runs"][0]["status"] == "cancelled"
+    resumed = call_api("POST", f"/v1/schedules/{s['id']}/resume", key=app_key).body
+    assert resumed["status"] == "ACTIVE"
+    assert call_api("DELETE", f"/v1/schedules/{s['id']}", key=app_key).status == 204
+    assert call_api("GET", f"/v1/schedules/{s['id']}", key=app_key).status == 404
+    assert {f.status for f in fires_of(s["id"])} <= {"CANCELLED", "COMPLETED", "FAILED"}
+
+
+def test_three_failed_fires_auto_pause_notify_and_resume_resets(receiver: Receiver, pump: Pump) -> None:
+    _, key = new_app("autopause")
+    receiver.script("/fail", Reply(400))
+    policy = call_api("POST", "/v1/retry-policies", key=key, body={"max_attempts": 1}).body["id"]
+    ep = endpoint(key, receiver.url("/fail"), retry_policy_id=policy)
+    base = datetime.now(UTC).replace(second=0, microsecond=0)
+    clock.set_clock(clock.ShiftedClock(base))  # time flows from hh:mm:00: four fires in the next 4 s
+    cron = f"1,2,3,4 {base.minute} {base.hour} * * *"
+    s = schedule(key, cron=cron, endpoint_ids=[ep], name="nightly")
+    pump.deliveries(quiet_for=2.5)
+    got = call_api("GET", f"/v1/schedules/{s['id']}", key=key).body
+    assert got["status"] == "PAUSED" and got["consecutive_failures"] == 3
+    notes = call_api("GET", "/v1/notifications", key=key).body["data"]
+    assert [n["kind"] for n in notes] == ["SCHEDULE_AUTO_PAUSED"] and "nightly" in notes[0]["title"]
+    statuses = [f.status for f in fires_of(s["id"])]
+    assert statuses[:3] == ["FAILED"] * 3 and statuses[3] in {"CANCELLED", "FAILED"}, statuses
+    resumed = call_api("POST", f"/v1/schedules/{s['id']}/resume", key=key).body
+    assert resumed["status"] == "ACTIVE" and resumed["consecutive_failures"] == 0
+    again = call_api("POST", f"/v1/schedules/{s['id']}/resume", key=key).body
+    assert again["consecutive_failures"] == 0
+
+
+def test_one_time_schedule_runs_once_and_finishes(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    ep = endpoint(app_key, receiver.url("/once"))
+    at = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
+    s = schedule(app_key, at=at, endpoint_ids=[ep], payload={"once": True})
+    pump.deliveries(quiet_for=2)
+    assert len(receiver.received("/once")) == 1
+    got = call_api("GET", f"/v1/schedules/{s['id']}", key=app_key).body
+    assert got["finished"] is True and got["next_fire_time"] is None
+    history = call_api("GET", f"/v1/schedules/{s['id']}/fires", key=app_key).body["data"]
+    assert [h["status"] for h in history] == ["COMPLETED"] and history[0]["duration_ms"] is not None
+
+
+def test_schedule_isolation_between_apps(app_key: str, other_app_key: str) -> None:
+    s = schedule(app_key, cron="0 0 * * *", status="PAUSED")
+    for method, path in [
+        ("GET", f"/v1/schedules/{s['id']}"),
+        ("PATCH", f"/v1/schedules/{s['id']}"),
+        ("DELETE", f"/v1/schedules/{s['id']}"),
+        ("POST", f"/v1/schedules/{s['id']}/pause"),
+        ("POST", f"/v1/schedules/{s['id']}/resume"),
+        ("GET", f"/v1/schedules/{s['id']}/fires"),
+    ]:
+        resp = call_api(method, path, key=other_app_key, body={} if method == "PATCH" else None)
+        assert resp.status == 404, (method, path, resp.body)
+    assert call_api("GET", "/v1/schedules", key=other_app_key).body["data"] == []
+    assert call_api("GET", f"/v1/schedules/{s['id']}", key=app_key).body["status"] == "PAUSED"
+
+
+def test_update_recomputes_timing_and_rejects_bad_changes(app_key: str, fixed: clock.FixedClock) -> None:
+    s = schedule(app_key, cron="0 0 * * *", status="PAUSED")
+    patched = call_api(
+        "PATCH",
+        f"/v1/schedules/{s['id']}",
+        key=app_key,
+        body={"cron": "0 9 * * 1-5", "timezone": "Europe/Berlin"},
+    ).body
+    assert patched["next_fire_time"] == "2026-06-02T07:00:00.000Z"  # Tue 09:00 CEST
+    bad = call_api("PATCH", f"/v1/schedules/{s['id']}", key=app_key, body={"timezone": "Nowhere/City"})
+    assert bad.status == 400 and bad.body["error"]["field"] == "timezone"
+    assert call_api("GET", f"/v1/schedules/{s['id']}", key=app_key).body["timezone"] == "Europe/Berlin"
+    _ = run_data, fire_data

@@ -1,0 +1,66 @@
+# EdgeCron developer commands. `make local` and `make test` are the README's quick start.
+SHELL := /bin/bash
+PY312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12 2>/dev/null))
+VENV := .venv
+BIN := $(VENV)/bin
+PYTEST_FLAGS ?= -q
+
+.PHONY: setup local test lint typecheck template build unit integration e2e bench deploy clean
+
+## setup: create .venv with everything the project needs (idempotent)
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements-dev.txt pyproject.toml
+	@test -n "$(PY312)" || { echo "Python 3.12 is required (pyenv install 3.12)"; exit 1; }
+	@echo "==> creating $(VENV) with $(PY312)"
+	@test -x $(BIN)/python || $(PY312) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
+	@touch $@
+
+## local: set up, then run the local stack (moto + API on 127.0.0.1:3000)
+local: setup
+	$(BIN)/edgecron local
+
+## test: set up, then lint, type-check, validate the template and run every test layer
+test: setup lint typecheck template unit integration e2e
+	@echo "==> all checks passed"
+
+lint: setup
+	@echo "==> ruff"
+	@$(BIN)/ruff check .
+	@$(BIN)/ruff format --check .
+
+typecheck: setup
+	@echo "==> mypy"
+	@$(BIN)/mypy layers/core/edgecron cli/edgecron_cli functions
+
+template: setup
+	@echo "==> cfn-lint + sam validate --lint"
+	@scripts/sam-validate.sh
+
+build: setup
+	@scripts/sam-build.sh
+
+unit: setup
+	@echo "==> unit tests"
+	@$(BIN)/pytest $(PYTEST_FLAGS) tests/unit
+
+integration: setup
+	@echo "==> integration tests (handlers in-process against moto)"
+	@$(BIN)/pytest $(PYTEST_FLAGS) tests/integration
+
+e2e: setup
+	@echo "==> e2e tests (the local stack as a process, real HTTP)"
+	@$(BIN)/pytest $(PYTEST_FLAGS) tests/e2e
+
+## bench: run the benchmarks (prints a table, writes bench/results.json)
+bench: setup
+	$(BIN)/python -m bench
+
+## deploy: build and deploy to your AWS account (the compensation runs on every deploy)
+deploy: build
+	.venv-sam/bin/sam deploy --parameter-overrides DeployNonce=$$(date +%s)
+
+clean:
+	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache

@@ -70,6 +70,15 @@ def _fresh_state() -> Iterator[None]:
     clock.set_clock(clock.SystemClock())
     yield
     clock.set_clock(clock.SystemClock())
+    retire_schedules()
+
+
+def retire_schedules() -> None:
+    """Take every schedule out of the due index, so one test's schedules never fire in the next."""
+    from edgecron.data.models import ScheduleModel
+
+    for schedule in ScheduleModel.scan(ScheduleModel.due_shard.exists()):
+        schedule.update(actions=[ScheduleModel.due_shard.remove(), ScheduleModel.status.set("PAUSED")])
 
 
 @pytest.fixture

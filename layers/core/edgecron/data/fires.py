@@ -116,3 +116,14 @@ def interrupted(shard: str, before_ms: int) -> Iterator[FireModel]:
 def recent(schedule_id: str, limit: int, now_ms: int) -> Page[FireModel]:
     alive = M.expires_at.does_not_exist() | (M.expires_at > now_ms // 1000)
     return query_page(M, schedule_id, limit, None, newest_first=True, filter_condition=alive)
+
+
+def any_after(schedule_id: str, after_ms: int, until_ms: int) -> bool:
+    """Whether a Fire in (after_ms, until_ms] exists that was not missed (it ran or is running)."""
+    result = M.query(
+        schedule_id,
+        range_key_condition=M.fire_at.between(after_ms + 1, until_ms),
+        filter_condition=M.status != MISSED,
+        limit=1,
+    )
+    return next(iter(result), None) is not None

@@ -26,7 +26,9 @@ class DeliveryMessage:
 
 
 def _delay(seconds: float) -> int:
-    return max(0, min(MAX_DELAY_SEC, math.ceil(seconds)))
+    """Whole seconds, rounded down: the message may surface up to 1 s early and the worker waits out
+    the rest, so a delivery starts on its due time instead of up to a second late."""
+    return max(0, min(MAX_DELAY_SEC, math.floor(seconds)))
 
 
 def send_deliveries(messages: Sequence[DeliveryMessage], *, retry: bool = False) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,6 +39,7 @@ from edgecron.services.http_sender import USER_AGENT, HttpOutcome, send
 from edgecron.services.retry_policies import resolve_spec
 
 _rng = random.SystemRandom()
+EARLY_MS = 1_000  # how early a message may be claimed (SQS delays are whole seconds)
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ def deliver(run_id: str) -> DeliveryReport:
     """Process one delivery message. Raises only on infrastructure errors (SQS will redeliver)."""
     now = clock.now()
     now_ms = clock.to_ms(now)
-    run = run_data.claim(run_id, now_ms)
+    run = run_data.claim(run_id, now_ms, early_ms=EARLY_MS)
     if run is None:
         return _not_claimed(run_id, now_ms)
     if run.source == "schedule" and run.fire_at is not None and run.total_attempts == 1:
@@ -74,8 +76,16 @@ def deliver(run_id: str) -> DeliveryReport:
         return _conclude(
             run, endpoint, now, None, AttemptResult(None, "endpoint inactive", "endpoint_inactive")
         )
-    outcome = _attempt(run, endpoint, now_ms)
+    _wait_until_due(run, now_ms)
+    outcome = _attempt(run, endpoint, clock.to_ms(clock.now()))
     return _conclude(run, endpoint, clock.now(), outcome, outcome.result)
+
+
+def _wait_until_due(run: TaskRunModel, now_ms: int) -> None:
+    """SQS delays are whole seconds (rounded down), so a message may arrive up to 1 s early."""
+    early_ms = int(run.deliver_at) - now_ms
+    if 0 < early_ms <= EARLY_MS:
+        time.sleep(early_ms / 1000)
 
 
 def _not_claimed(run_id: str, now_ms: int) -> DeliveryReport:

@@ -32,9 +32,9 @@ def run_scan(now: datetime, *, rebuild: bool = False) -> ScanReport:
     enqueued before (the local stack does that after restoring a snapshot without queue contents)."""
     started = time.perf_counter()
     report = ScanReport()
-    dispatch_runs(now, report, rebuild=rebuild)
     schedules = schedules_scan.dispatch_schedules(now)
     report.extra.update(schedules.__dict__)
+    dispatch_runs(now, report, rebuild=rebuild)
     report.duration_ms = int((time.perf_counter() - started) * 1000)
     millis(SCAN_DURATION_MS, report.duration_ms)
     logger.info("scan finished", extra={"report": report.__dict__})
@@ -47,6 +47,7 @@ def dispatch_runs(now: datetime, report: ScanReport, *, rebuild: bool = False) -
     now_ms = clock.to_ms(now)
     horizon = now_ms + settings.lookahead_sec * 1000
     to_send: list[tuple[TaskRunModel, DeliveryMessage]] = []
+    late: list[TaskRunModel] = []
     for shard in range(settings.shards):
         for run in run_data.wake_due(str(shard), None if rebuild else horizon):
             if run.status in st.TERMINAL:
@@ -57,11 +58,15 @@ def dispatch_runs(now: datetime, report: ScanReport, *, rebuild: bool = False) -
                     if run_data.release_expired_claim(run, now_ms, wake):
                         report.claims_released += 1
                         to_send.append((run, DeliveryMessage(run.run_id, run.app_id)))
+            elif schedules_scan.is_late_first_delivery(run, now_ms):
+                late.append(run)  # its message was lost long enough for the fire to count as missed
             elif run.deliver_at <= horizon:
                 delay = max(0.0, (run.deliver_at - now_ms) / 1000)
                 wake = int(run.deliver_at) + settings.redispatch_after_sec * 1000
                 if run_data.mark_enqueued(run, wake):
                     to_send.append((run, DeliveryMessage(run.run_id, run.app_id, delay)))
+    for run in schedules_scan.settle_late_fires(late, now):
+        to_send.append((run, DeliveryMessage(run.run_id, run.app_id)))
     failed = set(send_deliveries([m for _, m in to_send], retry=True))
     report.runs_enqueued += len(to_send) - len(failed)
     if failed:

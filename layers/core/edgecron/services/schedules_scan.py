@@ -5,19 +5,23 @@ through the sparse `due` index, so their cost grows with the number of due sched
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from edgecron import clock
 from edgecron.config import get_settings
 from edgecron.data import fires as fire_data
+from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import ScheduleModel
+from edgecron.data.models import ScheduleModel, TaskRunModel
+from edgecron.domain import run_states as st
 from edgecron.domain.catchup import CatchUpPlan, plan_catch_up
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
 from edgecron.services import fire_dispatch, fires
 
 GRACE = timedelta(seconds=2)  # a fire this late is dispatched late, not recorded as missed
+LATE_LIMIT_MS = 60_000  # a fire whose first delivery could not start this long after its time was missed
 
 
 @dataclass
@@ -126,3 +130,50 @@ def redispatch_interrupted(now: datetime, report: ScheduleScanReport) -> None:
             fire_dispatch.dispatch_fire(schedule, int(fire.fire_at), now_ms)
             fires.settle_if_done(fire, now_ms)
             report.fires_redispatched += 1
+
+
+def is_late_first_delivery(run: TaskRunModel, now_ms: int) -> bool:
+    """A schedule run never attempted, found by the reconcile long after its fire time (its message
+    was lost in an outage): its Fire follows the missed-fire policy instead of running late."""
+    return (
+        run.source == "schedule"
+        and run.status == st.PENDING
+        and int(run.total_attempts) == 0
+        and run.fire_at is not None
+        and int(run.fire_at) < now_ms - LATE_LIMIT_MS
+    )
+
+
+def settle_late_fires(late: list[TaskRunModel], now: datetime) -> list[TaskRunModel]:
+    """Apply the missed-fire policy to Fires whose deliveries never started: RUN_ONCE keeps the most
+    recent of them (unless a later fire of the schedule already ran or was dispatched), SKIP keeps
+    none; the others become MISSED and their runs are cancelled. Returns the runs to enqueue."""
+    now_ms = clock.to_ms(now)
+    by_fire: dict[tuple[str, str, int], list[TaskRunModel]] = defaultdict(list)
+    for run in late:
+        by_fire[(run.app_id, str(run.source_id), int(run.fire_at))].append(run)  # type: ignore[arg-type]
+    keep: list[TaskRunModel] = []
+    schedules = {(app_id, sid) for app_id, sid, _ in by_fire}
+    for app_id, schedule_id in schedules:
+        fire_times = sorted(at for (a, s, at) in by_fire if (a, s) == (app_id, schedule_id))
+        schedule = schedule_data.get(app_id, schedule_id)
+        newest = fire_times[-1]
+        run_newest = (
+            schedule is not None
+            and schedule.status == "ACTIVE"
+            and schedule.missed_policy == "RUN_ONCE"
+            and not fire_data.any_after(schedule_id, newest, now_ms)
+        )
+        for fire_at in fire_times:
+            runs = by_fire[(app_id, schedule_id, fire_at)]
+            if run_newest and fire_at == newest:
+                keep.extend(runs)
+                continue
+            reason = "missed: the fire's delivery could not start in time (outage)"
+            for run in runs:
+                run_data.cancel(run, now_ms, reason)
+            fire = fire_data.get(schedule_id, fire_at)
+            if fire is not None:
+                fire_data.settle(fire, fire_data.MISSED, now_ms, reason)
+                count(MISSED_FIRES)
+    return keep

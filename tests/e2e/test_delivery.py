@@ -3,6 +3,7 @@ delays, dead letters and replay, cancel, signatures verified by the standardwebh
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -72,7 +73,7 @@ def test_500_500_200_three_attempts(api: Api, receiver: Receiver, fast_policy: s
     assert {g.headers["webhook-id"] for g in got} == {r["id"]}
     for g in got:
         Webhook(ep["secret"]).verify(g.body, g.headers)
-    for earlier, later in zip(got, got[1:], strict=False):
+    for earlier, later in itertools.pairwise(got):
         assert 0.9 <= later.at - earlier.at < 3.0  # the 1 s backoff, on time (within 2 s)
 
 
@@ -147,7 +148,7 @@ def test_same_message_twice_gives_one_attempt(
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
     )
-    url = sqs.get_queue_url(QueueName=[q for q in _queue_names(sqs) if q.endswith("DeliveryQueue")][0])[
+    url = sqs.get_queue_url(QueueName=next(q for q in _queue_names(sqs) if q.endswith("DeliveryQueue")))[
         "QueueUrl"
     ]
     body = json.dumps({"run_id": r["id"], "app_id": local_stack.app_id})

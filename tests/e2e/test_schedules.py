@@ -45,7 +45,7 @@ def test_every_second_schedule_one_request_per_fire_time(local_stack: LocalStack
     assert len(delivered) >= len(got) - 1  # each delivery settled its Fire (the last may still settle)
     lags.sort()
     p50 = statistics.median(lags)
-    p99 = lags[min(len(lags) - 1, int(round(0.99 * (len(lags) - 1))))]
+    p99 = lags[min(len(lags) - 1, round(0.99 * (len(lags) - 1)))]
     print(
         f"\nevery-second schedule: {len(got)} deliveries, lag p50 {p50 * 1000:.0f} ms, "
         f"p99 {p99 * 1000:.0f} ms, max {lags[-1] * 1000:.0f} ms"

@@ -172,7 +172,7 @@ def test_lost_prefetched_fires_follow_the_missed_policy() -> None:
     the most recent fire; the rest become MISSED (the scan's reconcile of never-started runs)."""
     fixed = clock.FixedClock(T0)
     clock.set_clock(fixed)
-    app_id, key = new_app("lost")
+    _app_id, key = new_app("lost")
     s = create(key, cron="*/30 * * * * *")
     prefetched = fires(s["id"])
     assert len(prefetched) == 2  # T0+30 s and T0+60 s were enqueued ahead

@@ -21,6 +21,7 @@ from edgecron.data.models import AttemptModel, EndpointModel, TaskRunModel
 from edgecron.data.queues import MAX_DELAY_SEC, DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
 from edgecron.domain.outcome import AttemptResult, Decision, decide
+from edgecron.domain.retry import DEFAULT_POLICY
 from edgecron.domain.signing import webhook_headers
 from edgecron.observability import (
     ATTEMPT_LATENCY_MS,
@@ -159,7 +160,11 @@ def _conclude(
     result: AttemptResult,
 ) -> DeliveryReport:
     now_ms = clock.to_ms(now)
-    policy = resolve_spec(run.app_id, run.retry_policy_id or (endpoint.retry_policy_id if endpoint else None))
+    succeeded = (
+        result.error_kind is None and result.status_code is not None and 200 <= result.status_code < 300
+    )
+    policy_id = run.retry_policy_id or (endpoint.retry_policy_id if endpoint else None)
+    policy = DEFAULT_POLICY if succeeded else resolve_spec(run.app_id, policy_id)  # no read on success
     decision = decide(result, int(run.attempt_count), policy, now, _rng.random())
     started_ms = now_ms - (outcome.latency_ms if outcome else 0)
     _record(run, outcome, result, decision, started_ms)

@@ -67,9 +67,11 @@ def _after_settle(fire: FireModel, final: str, now_ms: int, error: str | None) -
     schedule = schedule_data.get(fire.app_id, fire.schedule_id)
     if schedule is None:
         return
-    if final in (fire_data.COMPLETED, fire_data.FAILED):
+    failed = final == fire_data.FAILED
+    # a success only has to reset a counter that is not already zero (saves a write per fire)
+    if failed or (final == fire_data.COMPLETED and int(schedule.consecutive_failures or 0) > 0):
         failures, paused = schedule_data.record_outcome(
-            fire.app_id, fire.schedule_id, final == fire_data.FAILED, PAUSE_AFTER_FAILURES, now_ms
+            fire.app_id, fire.schedule_id, failed, PAUSE_AFTER_FAILURES, now_ms
         )
         if paused:
             _auto_paused(fire, failures, error, now_ms)

@@ -1,0 +1,169 @@
+"""`edgecron endpoints`: where EdgeCron delivers."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from edgecron_cli import output
+from edgecron_cli.commands._common import (
+    All,
+    Cursor,
+    Group,
+    IdempotencyKey,
+    JsonFlag,
+    Limit,
+    client,
+    list_args,
+    parse_headers,
+    show_deleted,
+    show_list,
+    show_one,
+    want_json,
+)
+
+app = Group("endpoints", "Endpoints: where EdgeCron delivers.")
+
+COLUMNS: list[output.Column] = [
+    ("id", "id"),
+    ("url", "url"),
+    ("method", "method"),
+    ("events", "filter_events"),
+    ("retry_policy", "retry_policy_id"),
+    ("active", "active"),
+]
+FIELDS: list[output.Column] = [
+    ("id", "id"),
+    ("url", "url"),
+    ("description", "description"),
+    ("method", "method"),
+    ("headers", lambda e: output.masked_headers(e.get("headers"))),
+    ("timeout_ms", "timeout_ms"),
+    ("retry_policy_id", "retry_policy_id"),
+    ("filter_events", "filter_events"),
+    ("active", "active"),
+    ("created_at", "created_at"),
+    ("updated_at", "updated_at"),
+]
+
+Method = Annotated[str | None, typer.Option(help="POST (default), PUT, PATCH, GET or DELETE.")]
+Header = Annotated[list[str] | None, typer.Option("--header", help="'Name: value', repeatable.")]
+TimeoutMs = Annotated[int | None, typer.Option(help="Per-attempt timeout, 100-25000 ms.")]
+RetryPolicy = Annotated[str | None, typer.Option("--retry-policy", help="Retry Policy id.")]
+Event = Annotated[
+    list[str] | None,
+    typer.Option("--event", help="Event name or pattern (invoice.*, * = all), repeatable."),
+]
+Description = Annotated[str | None, typer.Option(help="Free text.")]
+EndpointId = Annotated[str, typer.Argument(help="Endpoint id (ep_...).")]
+
+
+def _show_with_secret(endpoint: dict[str, Any], json_flag: bool) -> None:
+    if want_json(json_flag):
+        output.print_json(endpoint)
+        return
+    output.print_detail(endpoint, FIELDS)
+    output.print_secret("secret", endpoint["secret"])
+
+
+@app.command("create")
+def create(
+    url: Annotated[str, typer.Argument(help="http(s) URL to deliver to.")],
+    method: Method = None,
+    header: Header = None,
+    timeout_ms: TimeoutMs = None,
+    retry_policy: RetryPolicy = None,
+    event: Event = None,
+    description: Description = None,
+    inactive: Annotated[bool, typer.Option("--inactive", help="Create it switched off.")] = False,
+    idempotency_key: IdempotencyKey = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Create an Endpoint; its signing secret is printed once."""
+    body: dict[str, Any] = {"url": url}
+    optional = {
+        "method": method.upper() if method else None,
+        "headers": parse_headers(header) if header else None,
+        "timeout_ms": timeout_ms,
+        "retry_policy_id": retry_policy,
+        "filter_events": event,
+        "description": description,
+    }
+    body.update({k: v for k, v in optional.items() if v is not None})
+    if inactive:
+        body["active"] = False
+    _show_with_secret(client().create_endpoint(body, idempotency_key), json_flag)
+
+
+@app.command("list")
+def list_(limit: Limit = None, all_: All = False, cursor: Cursor = None, json_flag: JsonFlag = False) -> None:
+    """List Endpoints."""
+    page = client().list_endpoints(**list_args(limit, cursor, all_))
+    show_list(page, COLUMNS, json_flag=json_flag, empty="no endpoints")
+
+
+@app.command("get")
+def get(endpoint_id: EndpointId, json_flag: JsonFlag = False) -> None:
+    """Show an Endpoint (header values are masked in the table; --json has them)."""
+    show_one(client().get_endpoint(endpoint_id), FIELDS, json_flag=json_flag)
+
+
+@app.command("update")
+def update(
+    endpoint_id: EndpointId,
+    url: Annotated[str | None, typer.Option(help="New URL.")] = None,
+    method: Method = None,
+    header: Annotated[
+        list[str] | None, typer.Option("--header", help="'Name: value', repeatable; replaces all headers.")
+    ] = None,
+    no_headers: Annotated[bool, typer.Option("--no-headers", help="Remove every header.")] = False,
+    timeout_ms: TimeoutMs = None,
+    retry_policy: RetryPolicy = None,
+    no_retry_policy: Annotated[
+        bool, typer.Option("--no-retry-policy", help="Use the default policy again.")
+    ] = False,
+    event: Annotated[
+        list[str] | None,
+        typer.Option("--event", help="Event name or pattern, repeatable; replaces the list."),
+    ] = None,
+    no_events: Annotated[bool, typer.Option("--no-events", help="Receive no events.")] = False,
+    description: Description = None,
+    active: Annotated[bool | None, typer.Option("--active/--inactive", help="Switch on or off.")] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Change an Endpoint; only the flags given are sent (PATCH)."""
+    changes: dict[str, Any] = {}
+    optional = {
+        "url": url,
+        "method": method.upper() if method else None,
+        "headers": parse_headers(header) if header else None,
+        "timeout_ms": timeout_ms,
+        "retry_policy_id": retry_policy,
+        "filter_events": event,
+        "description": description,
+        "active": active,
+    }
+    changes.update({k: v for k, v in optional.items() if v is not None})
+    if no_headers:
+        changes["headers"] = {}
+    if no_retry_policy:
+        changes["retry_policy_id"] = None
+    if no_events:
+        changes["filter_events"] = []
+    if not changes:
+        raise typer.BadParameter("nothing to change: give at least one option", param_hint="options")
+    show_one(client().update_endpoint(endpoint_id, changes), FIELDS, json_flag=json_flag)
+
+
+@app.command("delete")
+def delete(endpoint_id: EndpointId, json_flag: JsonFlag = False) -> None:
+    """Delete an Endpoint."""
+    client().delete_endpoint(endpoint_id)
+    show_deleted("endpoint", endpoint_id, json_flag=json_flag)
+
+
+@app.command("rotate-secret")
+def rotate_secret(endpoint_id: EndpointId, json_flag: JsonFlag = False) -> None:
+    """Issue a new signing secret (printed once); the old one keeps signing for 24 h."""
+    _show_with_secret(client().rotate_secret(endpoint_id), json_flag)

@@ -136,7 +136,7 @@ class Client:
         send_body: bool = False,
         idempotency_key: str | None = None,
     ) -> Any:
-        """Send one request; the decoded JSON body, or None for 204."""
+        """Send one request (a JSON body only with `send_body`); the decoded JSON body, or None for 204."""
         headers = dict(self._headers)
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
@@ -146,7 +146,7 @@ class Client:
                 method,
                 url,
                 params=_drop_none(params or {}),
-                json=body if send_body or body is not None else None,
+                json=body if send_body else None,
                 headers=headers,
                 timeout=self.timeout,
                 allow_redirects=False,

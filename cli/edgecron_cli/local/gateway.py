@@ -183,7 +183,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
+    # API Gateway passes every method to the $default route; the API answers 405 where it does not fit
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = do_CONNECT = _handle
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """`_handle` logs each request with its duration instead."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 MAX_PAYLOAD_BYTES = 200 * 1024  # fits one SQS message (256 KiB) with the envelope
 
@@ -22,3 +24,18 @@ class Strict(BaseModel):
 
 class Page(BaseModel):
     next_cursor: str | None = Field(description="pass as ?cursor= to get the next page; null at the end")
+
+
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _rfc3339_text(value: object) -> object:
+    """Times are RFC 3339 strings; pydantic would also take a bare number as a Unix time."""
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or not _RFC3339.match(value):
+        raise ValueError("must be an RFC 3339 date-time with an offset, e.g. 2030-01-01T09:00:00Z")
+    return value
+
+
+Rfc3339 = Annotated[AwareDatetime, BeforeValidator(_rfc3339_text)]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, Field, StringConstraints
+from pydantic import BaseModel, Field, StringConstraints
 
-from edgecron.schemas.common import Id, Name, Page, Strict
+from edgecron.schemas.common import Id, Name, Page, Rfc3339, Strict
 
 CronExpr = Annotated[str, StringConstraints(min_length=1, max_length=256, strip_whitespace=True)]
 Zone = Annotated[str, StringConstraints(min_length=1, max_length=64)]
@@ -17,7 +17,7 @@ Status = Literal["ACTIVE", "PAUSED"]
 class ScheduleCreate(Strict):
     name: Name | None = None
     cron: CronExpr | None = Field(default=None, description="5 fields, or 6 with seconds first")
-    at: AwareDatetime | None = Field(default=None, description="one-time fire time (RFC 3339)")
+    at: Rfc3339 | None = Field(default=None, description="one-time fire time (RFC 3339)")
     timezone: Zone = "UTC"
     endpoint_ids: list[Id] = Field(
         default_factory=list,
@@ -33,7 +33,7 @@ class ScheduleCreate(Strict):
 class ScheduleUpdate(Strict):
     name: Name | None = None
     cron: CronExpr | None = None
-    at: AwareDatetime | None = None
+    at: Rfc3339 | None = None
     timezone: Zone | None = None
     endpoint_ids: list[Id] | None = Field(default=None, max_length=100)
     payload: Any = None

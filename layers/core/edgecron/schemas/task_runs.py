@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import BaseModel, Field
 
-from edgecron.schemas.common import Id, Page, Strict
+from edgecron.schemas.common import Id, Page, Rfc3339, Strict
 
 RunStatusName = Literal[
     "pending", "running", "success", "failed", "retry_scheduled", "dead_letter", "cancelled"
@@ -31,7 +31,7 @@ MAX_DELAY_SEC = 365 * 86_400
 class TaskRunCreate(Strict):
     endpoint_id: Id
     payload: Any = Field(default=None, description="any JSON value, sent as the request body")
-    deliver_at: AwareDatetime | None = Field(default=None, description="RFC 3339; deliver at or after")
+    deliver_at: Rfc3339 | None = Field(default=None, description="RFC 3339; deliver at or after")
     delay_sec: int | None = Field(default=None, ge=0, le=MAX_DELAY_SEC, description="deliver after N seconds")
 
 
@@ -81,8 +81,8 @@ class AttemptPage(Page):
 
 class DeadLetterFilter(Strict):
     endpoint_id: Id | None = None
-    since: AwareDatetime | None = None
-    until: AwareDatetime | None = None
+    since: Rfc3339 | None = None
+    until: Rfc3339 | None = None
     error_kind: ErrorKindName | None = None
     limit: int = Field(default=100, ge=1, le=1000, description="at most this many runs per call")
 

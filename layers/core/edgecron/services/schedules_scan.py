@@ -21,7 +21,6 @@ from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
 from edgecron.services import fire_dispatch, fires
 
 GRACE = timedelta(seconds=2)  # a fire this late is dispatched late, not recorded as missed
-LATE_LIMIT_MS = 60_000  # a fire whose first delivery could not start this long after its time was missed
 
 
 @dataclass
@@ -133,47 +132,46 @@ def redispatch_interrupted(now: datetime, report: ScheduleScanReport) -> None:
 
 
 def is_late_first_delivery(run: TaskRunModel, now_ms: int) -> bool:
-    """A schedule run never attempted, found by the reconcile long after its fire time (its message
-    was lost in an outage): its Fire follows the missed-fire policy instead of running late."""
+    """A schedule run never attempted whose fire time has passed, found by the reconcile because its
+    message was lost (an outage, a purged queue): it follows the missed-fire policy, not a late run."""
     return (
         run.source == "schedule"
         and run.status == st.PENDING
         and int(run.total_attempts) == 0
         and run.fire_at is not None
-        and int(run.fire_at) < now_ms - LATE_LIMIT_MS
+        and int(run.fire_at) < now_ms - int(GRACE.total_seconds() * 1000)
     )
 
 
 def settle_late_fires(late: list[TaskRunModel], now: datetime) -> list[TaskRunModel]:
-    """Apply the missed-fire policy to Fires whose deliveries never started: RUN_ONCE keeps the most
-    recent of them (unless a later fire of the schedule already ran or was dispatched), SKIP keeps
-    none; the others become MISSED and their runs are cancelled. Returns the runs to enqueue."""
+    """Apply the missed-fire policy to Fires whose deliveries never started, as the catch-up would:
+    RUN_ONCE keeps the most recent of them if it is still the schedule's latest fire time before now
+    and no later Fire has run or been dispatched; everything else becomes MISSED (runs cancelled).
+    Returns the runs to enqueue."""
     now_ms = clock.to_ms(now)
+    cutoff_ms = clock.to_ms(now - GRACE)
     by_fire: dict[tuple[str, str, int], list[TaskRunModel]] = defaultdict(list)
     for run in late:
         by_fire[(run.app_id, str(run.source_id), int(run.fire_at))].append(run)  # type: ignore[arg-type]
     keep: list[TaskRunModel] = []
-    schedules = {(app_id, sid) for app_id, sid, _ in by_fire}
-    for app_id, schedule_id in schedules:
+    for app_id, schedule_id in {(a, s) for a, s, _ in by_fire}:
         fire_times = sorted(at for (a, s, at) in by_fire if (a, s) == (app_id, schedule_id))
-        schedule = schedule_data.get(app_id, schedule_id)
         newest = fire_times[-1]
-        run_newest = (
-            schedule is not None
-            and schedule.status == "ACTIVE"
-            and schedule.missed_policy == "RUN_ONCE"
-            and not fire_data.any_after(schedule_id, newest, now_ms)
-        )
+        schedule = schedule_data.get(app_id, schedule_id)
+        run_newest = False
+        if schedule is not None and schedule.status == "ACTIVE" and schedule.missed_policy == "RUN_ONCE":
+            following = fire_dispatch.next_after_ms(schedule, newest)
+            still_latest = following is None or following > cutoff_ms
+            run_newest = still_latest and not fire_data.any_after(schedule_id, newest, now_ms)
         for fire_at in fire_times:
             runs = by_fire[(app_id, schedule_id, fire_at)]
             if run_newest and fire_at == newest:
                 keep.extend(runs)
                 continue
-            reason = "missed: the fire's delivery could not start in time (outage)"
+            reason = "missed: the fire's delivery could not start in time (outage or lost message)"
             for run in runs:
                 run_data.cancel(run, now_ms, reason)
             fire = fire_data.get(schedule_id, fire_at)
-            if fire is not None:
-                fire_data.settle(fire, fire_data.MISSED, now_ms, reason)
+            if fire is not None and fire_data.settle(fire, fire_data.MISSED, now_ms, reason):
                 count(MISSED_FIRES)
     return keep

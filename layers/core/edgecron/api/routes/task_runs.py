@@ -7,7 +7,6 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from pydantic import AwareDatetime
 
 from edgecron import clock
 from edgecron.api.context import current_app_id
@@ -16,7 +15,7 @@ from edgecron.api.pagination import Cursor, Limit, decode_cursor, page_body
 from edgecron.api.responses import docs, json_response
 from edgecron.data import attempts as attempt_data
 from edgecron.data import runs as run_data
-from edgecron.schemas.common import Id
+from edgecron.schemas.common import Id, Rfc3339
 from edgecron.schemas.task_runs import (
     AttemptPage,
     DeadLetterFilter,
@@ -117,8 +116,8 @@ def list_dead_letters(
     limit: Limit = 20,
     cursor: Cursor = None,
     endpoint_id: Annotated[Id | None, Query()] = None,
-    since: Annotated[AwareDatetime | None, Query()] = None,
-    until: Annotated[AwareDatetime | None, Query()] = None,
+    since: Annotated[Rfc3339 | None, Query()] = None,
+    until: Annotated[Rfc3339 | None, Query()] = None,
     error_kind: Annotated[ErrorKindName | None, Query()] = None,
 ) -> Response[str]:
     app_id = current_app_id()

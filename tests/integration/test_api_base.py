@@ -233,3 +233,20 @@ def test_apps_are_isolated_lists() -> None:
     call_api("POST", "/v1/endpoints", key=key_a, body=EP)
     assert len(call_api("GET", "/v1/endpoints", key=key_a).body["data"]) == 1
     assert call_api("GET", "/v1/endpoints", key=key_b).body["data"] == []
+
+
+def test_auth_comes_before_validation_and_unreadable_bodies_are_400(app_key: str) -> None:
+    assert call_api("POST", "/v1/endpoints", body={"url": 5}).status == 401
+    multipart = call_api("POST", "/v1/endpoints", key=app_key, raw_body='{"url": "http://127.0.0.1:9/x"}',
+                         headers={"content-type": "multipart/form-data"})
+    assert multipart.status == 400 and multipart.body["error"]["field"] == "content-type"
+    event_body = call_api("POST", "/v1/endpoints", key=app_key, raw_body="\udcff")
+    assert event_body.status == 400
+    assert call_api("GET", "/v1/endpoints", key=app_key).body["data"] == []
+
+
+def test_a_wrong_method_on_a_known_path_is_405(app_key: str) -> None:
+    resp = call_api("PUT", "/v1/endpoints", key=app_key, body={})
+    assert resp.status == 405 and resp.body["error"]["code"] == "METHOD_NOT_ALLOWED"
+    assert set(resp.headers["Allow"].split(", ")) == {"GET", "POST"}
+    assert call_api("PUT", "/v1/nowhere", key=app_key).status == 404

@@ -516,3 +516,12 @@ def test_a_stored_event_without_endpoints_is_done_after_one_page(pump: Pump) -> 
     stored = EventModel.get(app_id, event["id"])
     assert stored.fanout_status == "done" and list(stored.endpoint_ids) == []
     assert call_api("GET", f"/v1/events/{event['id']}", key=key).body["deliveries"] == []
+
+
+def test_the_openapi_document_describes_the_event_and_quota_routes() -> None:
+    paths = call_api("GET", "/openapi.json").body["paths"]
+    assert {"post", "get"} <= set(paths["/v1/events"])
+    assert "get" in paths["/v1/events/{event_id}"]
+    assert "put" in paths["/v1/apps/{app_id}/quota"]
+    assert "202" in paths["/v1/events"]["post"]["responses"]
+    assert "429" in paths["/v1/events"]["post"]["responses"]

@@ -186,6 +186,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
     # API Gateway passes every method to the $default route; the API answers 405 where it does not fit
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = do_CONNECT = _handle
 
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("do_"):  # any other method token (QUERY, PURGE, …) goes to the API too
+            return self._handle
+        raise AttributeError(name)
+
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """`_handle` logs each request with its duration instead."""
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import binascii
 import json
 import re
+from collections.abc import Callable
+from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
-from aws_lambda_powertools.event_handler.openapi.exceptions import (
-    RequestUnsupportedContentType,
-    RequestValidationError,
-)
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, SecurityScheme
 from pydantic import ValidationError
 
@@ -45,7 +45,9 @@ def _bearer(headers: dict[str, str]) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def _auth(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[str]:
+def _auth(
+    app: APIGatewayHttpResolver, next_middleware: Callable[[APIGatewayHttpResolver], Response[str]]
+) -> Response[str]:
     """Every /v1 route needs a key: the admin key for App management, an App key elsewhere."""
     path = app.current_event.path
     set_app_id(None)
@@ -67,6 +69,33 @@ def _auth(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Respo
         return next_middleware(app)
     finally:
         set_app_id(None)
+
+
+def _authenticated(validation: Any) -> Any:
+    def middleware(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[str]:
+        def checked(app: APIGatewayHttpResolver) -> Response[str]:
+            unreadable = _unreadable_body(app)
+            return unreadable if unreadable is not None else validation(app, next_middleware)
+
+        return _auth(app, checked)
+
+    return middleware
+
+
+def _unreadable_body(app: APIGatewayHttpResolver) -> Response[str] | None:
+    """400 for a body that is not UTF-8 JSON, before Powertools' parser fails on it with a 500."""
+    event = app.current_event
+    if not event.body:
+        return None
+    content_type = (event.headers or {}).get("content-type", "application/json").split(";")[0].strip().lower()
+    message = "request body must be JSON sent as content-type: application/json"
+    if content_type != "application/json" and not content_type.endswith("+json"):
+        return error_response(ParamInvalid(message, "content-type"))
+    try:
+        json.loads(event.decoded_body or "")
+    except (UnicodeDecodeError, binascii.Error, ValueError):
+        return error_response(ParamInvalid("request body is not valid UTF-8 JSON", "body"))
+    return None
 
 
 def _field(loc: tuple[int | str, ...]) -> str:
@@ -96,8 +125,10 @@ def build_api() -> APIGatewayHttpResolver:
     api = APIGatewayHttpResolver(enable_validation=True)
     for router in ROUTERS:
         api.include_router(router)
-    # Authenticate before request validation, so a request without a key learns nothing but 401.
-    api._router_middlewares.insert(0, _auth)
+    # Powertools always runs request validation first; wrap it so that authentication and a readable
+    # body come first: a request without a key learns nothing but 401.
+    validation = api._request_validation_middleware
+    api._request_validation_middleware = _authenticated(validation)
 
     @api.exception_handler(ApiError)
     def _api_error(exc: ApiError) -> Response[str]:
@@ -106,12 +137,6 @@ def build_api() -> APIGatewayHttpResolver:
     @api.exception_handler(RequestValidationError)
     def _invalid(exc: RequestValidationError) -> Response[str]:
         return _validation_error(exc)
-
-    @api.exception_handler([RequestUnsupportedContentType, UnicodeDecodeError])
-    def _unreadable(_: Exception) -> Response[str]:
-        return error_response(
-            ParamInvalid("request body must be UTF-8 JSON (content-type: application/json)", "body")
-        )
 
     routes = _route_table(api)
 

@@ -2,7 +2,7 @@
 
 Every read is keyed by app_id (the hash key of both tables), so a fan-out never sees another App's
 Endpoints. The matched Endpoint ids are appended to the Event with an optimistic lock on the list
-size, so a page processed twice (a duplicated message, a crash before the continuation was sent)
+size, so a page processed twice (a duplicated message, a crash before the page was recorded)
 never records an Endpoint twice."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, BaseModel, Field, StrictBool, StringConstraints, field_validator
 
 from edgecron.schemas.common import Description, Id, Page, Strict
 
@@ -69,7 +69,7 @@ class EndpointCreate(Strict):
         max_length=50,
         description="event names or patterns (invoice.*, *); empty = none",
     )
-    active: bool = True
+    active: StrictBool = True
 
     @field_validator("filter_events")
     @classmethod
@@ -85,7 +85,7 @@ class EndpointUpdate(Strict):
     timeout_ms: TimeoutMs | None = None
     retry_policy_id: Id | None = None
     filter_events: list[EventPattern] | None = Field(default=None, max_length=50)
-    active: bool | None = None
+    active: StrictBool | None = None
 
 
 class EndpointOut(BaseModel):

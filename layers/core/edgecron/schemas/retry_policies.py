@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from edgecron.schemas.common import Name, Page, Strict
 
@@ -17,7 +17,7 @@ class RetryPolicyCreate(Strict):
     max_attempts: int = Field(default=3, ge=1, le=20, description="including the first attempt")
     base_delay_sec: int = Field(default=300, ge=1, le=86_400)
     max_delay_sec: int = Field(default=3_600, ge=1, le=86_400)
-    jitter: bool = False
+    jitter: StrictBool = False
 
 
 class RetryPolicyUpdate(Strict):
@@ -26,7 +26,7 @@ class RetryPolicyUpdate(Strict):
     max_attempts: int | None = Field(default=None, ge=1, le=20)
     base_delay_sec: int | None = Field(default=None, ge=1, le=86_400)
     max_delay_sec: int | None = Field(default=None, ge=1, le=86_400)
-    jitter: bool | None = None
+    jitter: StrictBool | None = None
 
 
 class RetryPolicyOut(BaseModel):

@@ -18,9 +18,10 @@ from edgecron.data.models import FireModel, ScheduleModel
 from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.domain import cron
 from edgecron.observability import FIRES, count, logger
-from edgecron.services import usage
+from edgecron.services import fires, quota, usage
 from edgecron.services.task_runs import enqueue_plan
 
+QUOTA_EXCEEDED = "monthly quota exceeded: the fire was not run"
 MAX_FIRES_PER_SCHEDULE_PER_TICK = 120  # every-second schedules: one look-ahead window (~70 fires)
 INTERRUPTED_AFTER_MS = 30_000  # a Fire open this long without started_at was interrupted mid-dispatch
 
@@ -61,7 +62,11 @@ def dispatch_fire(schedule: ScheduleModel, fire_at_ms: int, now_ms: int) -> Disp
     endpoint_ids = target_endpoints(schedule)
     run_ids = [run_id_for(schedule.schedule_id, fire_at_ms, ep) for ep in endpoint_ids]
     status, error = fire_data.SCHEDULED, None
-    if not endpoint_ids:
+    over_quota = quota.over_quota(schedule.app_id, now_ms)  # only used if this call creates the Fire
+    if over_quota:
+        endpoint_ids, run_ids = [], []
+        status, error = fire_data.FAILED, QUOTA_EXCEEDED
+    elif not endpoint_ids:
         status, error = fire_data.COMPLETED, "no active endpoints at fire time"
     fire, created = fire_data.create(
         schedule.schedule_id,
@@ -73,6 +78,9 @@ def dispatch_fire(schedule: ScheduleModel, fire_at_ms: int, now_ms: int) -> Disp
         status=status,
         error=error,
     )
+    if created and over_quota:  # not run, not billed, not retried; counts toward auto-pause
+        fires.after_settle(fire, fire_data.FAILED, now_ms, error)
+        return DispatchResult(fire, created, 0)
     if created:
         count(FIRES)
         usage.record_trigger(schedule.app_id, "schedule", now_ms)

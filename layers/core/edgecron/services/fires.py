@@ -59,11 +59,12 @@ def settle_if_done(fire: FireModel, now_ms: int, known: dict[str, str] | None = 
     )
     if not fire_data.settle(fire, final, now_ms, error):
         return None
-    _after_settle(fire, final, now_ms, error)
+    after_settle(fire, final, now_ms, error)
     return final
 
 
-def _after_settle(fire: FireModel, final: str, now_ms: int, error: str | None) -> None:
+def after_settle(fire: FireModel, final: str, now_ms: int, error: str | None) -> None:
+    """Count a settled Fire toward the schedule's consecutive failures (once per Fire)."""
     schedule = schedule_data.get(fire.app_id, fire.schedule_id)
     if schedule is None:
         return

@@ -7,7 +7,6 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from pydantic import AwareDatetime
 
 from edgecron import clock
 from edgecron.api.context import current_app_id
@@ -16,6 +15,7 @@ from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor,
 from edgecron.api.responses import docs, json_response
 from edgecron.data.models import EventModel
 from edgecron.errors import ParamInvalid
+from edgecron.schemas.common import Rfc3339
 from edgecron.schemas.events import EventCreate, EventDetail, EventName, EventOut, EventPage
 from edgecron.services import events as service
 
@@ -84,8 +84,8 @@ def list_events(
     limit: Limit = 20,
     cursor: Cursor = None,
     name: Annotated[EventName | None, Query(description="exact event name")] = None,
-    since: Annotated[AwareDatetime | None, Query(description="created at or after (RFC 3339)")] = None,
-    until: Annotated[AwareDatetime | None, Query(description="created at or before (RFC 3339)")] = None,
+    since: Annotated[Rfc3339 | None, Query(description="created at or after (RFC 3339)")] = None,
+    until: Annotated[Rfc3339 | None, Query(description="created at or before (RFC 3339)")] = None,
 ) -> Response[str]:
     app_id = current_app_id()
     page = service.list_page(

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 
 import boto3
 import pytest
-
 from tests.e2e.api import Api, terminal
 from tests.e2e.conftest import LocalStackProcess
 from tests.support.receiver import Receiver
@@ -38,12 +37,16 @@ def receiver() -> Iterator[Receiver]:
     r.close()
 
 
-def test_two_minute_stop_records_missed_fires_and_runs_once(own_stack: LocalStackProcess,
-                                                             receiver: Receiver) -> None:
+def test_two_minute_stop_records_missed_fires_and_runs_once(
+    own_stack: LocalStackProcess, receiver: Receiver
+) -> None:
     api = Api(own_stack.api_url, own_stack.api_key)
     ep = api.ok("POST", "/v1/endpoints", {"url": receiver.url("/every30")})
-    schedule = api.ok("POST", "/v1/schedules", {"cron": "*/30 * * * * *", "endpoint_ids": [ep["id"]],
-                                                 "missed_policy": "RUN_ONCE"})
+    schedule = api.ok(
+        "POST",
+        "/v1/schedules",
+        {"cron": "*/30 * * * * *", "endpoint_ids": [ep["id"]], "missed_policy": "RUN_ONCE"},
+    )
     assert own_stack.stop() == 0
     stopped_at = time.time()
     time.sleep(OUTAGE_SEC)
@@ -55,8 +58,10 @@ def test_two_minute_stop_records_missed_fires_and_runs_once(own_stack: LocalStac
     missed = [f["fire_time"] for f in outage if f["status"] == "MISSED"]
     ran = [f["fire_time"] for f in outage if f["status"] != "MISSED"]
     arrivals = [r for r in receiver.received("/every30") if r.at >= restarted_at - 1]
-    print(f"\noutage {OUTAGE_SEC:.0f} s: {len(outage)} fire times, MISSED {missed}, ran {ran}, "
-          f"{len(arrivals)} deliveries after the restart before the next regular fire")
+    print(
+        f"\noutage {OUTAGE_SEC:.0f} s: {len(outage)} fire times, MISSED {missed}, ran {ran}, "
+        f"{len(arrivals)} deliveries after the restart before the next regular fire"
+    )
     assert len(outage) >= 3
     assert len(ran) == 1 and ran[0] == max(f["fire_time"] for f in outage)  # only the most recent runs
     assert len(missed) == len(outage) - 1
@@ -76,11 +81,17 @@ def test_purging_the_delivery_queue_loses_no_run(own_stack: LocalStackProcess, r
     api = Api(own_stack.api_url, own_stack.api_key)
     ep = api.ok("POST", "/v1/endpoints", {"url": receiver.url("/purged")})
     runs = [api.ok("POST", "/v1/task-runs", {"endpoint_id": ep["id"], "delay_sec": 3}) for _ in range(5)]
-    sqs = boto3.client("sqs", endpoint_url=own_stack.aws_endpoint_url, region_name="us-east-1",
-                       aws_access_key_id="testing", aws_secret_access_key="testing")
+    sqs = boto3.client(
+        "sqs",
+        endpoint_url=own_stack.aws_endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
     url = next(u for u in sqs.list_queues()["QueueUrls"] if u.endswith("DeliveryQueue"))
     sqs.purge_queue(QueueUrl=url)
     finals = [api.wait_run(r["id"], terminal, timeout=40) for r in runs]
     assert {f["status"] for f in finals} == {"success"}
-    assert sorted(r.headers["webhook-id"] for r in receiver.received("/purged")) == sorted(r["id"] for r in runs)
-
+    assert sorted(r.headers["webhook-id"] for r in receiver.received("/purged")) == sorted(
+        r["id"] for r in runs
+    )

@@ -237,8 +237,13 @@ def test_apps_are_isolated_lists() -> None:
 
 def test_auth_comes_before_validation_and_unreadable_bodies_are_400(app_key: str) -> None:
     assert call_api("POST", "/v1/endpoints", body={"url": 5}).status == 401
-    multipart = call_api("POST", "/v1/endpoints", key=app_key, raw_body='{"url": "http://127.0.0.1:9/x"}',
-                         headers={"content-type": "multipart/form-data"})
+    multipart = call_api(
+        "POST",
+        "/v1/endpoints",
+        key=app_key,
+        raw_body='{"url": "http://127.0.0.1:9/x"}',
+        headers={"content-type": "multipart/form-data"},
+    )
     assert multipart.status == 400 and multipart.body["error"]["field"] == "content-type"
     event_body = call_api("POST", "/v1/endpoints", key=app_key, raw_body="\udcff")
     assert event_body.status == 400

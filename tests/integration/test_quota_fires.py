@@ -25,7 +25,12 @@ def test_fires_over_quota_fail_unbilled_and_auto_pause(receiver: Receiver, pump:
     ep = call_api("POST", "/v1/endpoints", key=key, body={"url": receiver.url("/ok")}).body["id"]
     base = datetime.now(UTC).replace(second=0, microsecond=0)
     clock.set_clock(clock.ShiftedClock(base))
-    s = call_api("POST", "/v1/schedules", key=key, body={"cron": f"1,2,3,4 {base.minute} {base.hour} * * *", "endpoint_ids": [ep]}).body
+    s = call_api(
+        "POST",
+        "/v1/schedules",
+        key=key,
+        body={"cron": f"1,2,3,4 {base.minute} {base.hour} * * *", "endpoint_ids": [ep]},
+    ).body
     pump.deliveries(quiet_for=2.5)
     fires = sorted(FireModel.query(s["id"]), key=lambda f: f.fire_at)
     print([(f.status, f.error) for f in fires])
@@ -34,5 +39,7 @@ def test_fires_over_quota_fail_unbilled_and_auto_pause(receiver: Receiver, pump:
     assert len(receiver.received("/ok")) == 0  # the pause cancelled the run dispatched ahead
     got = call_api("GET", f"/v1/schedules/{s['id']}", key=key).body
     assert got["status"] == "PAUSED"
-    assert [n["kind"] for n in call_api("GET", "/v1/notifications", key=key).body["data"]] == ["SCHEDULE_AUTO_PAUSED"]
+    assert [n["kind"] for n in call_api("GET", "/v1/notifications", key=key).body["data"]] == [
+        "SCHEDULE_AUTO_PAUSED"
+    ]
     assert call_api("GET", "/v1/usage", key=key).body["schedule"] == 1

@@ -26,7 +26,11 @@ def _emitted() -> set[str]:
     for path in CORE.rglob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in {"count", "millis"} and node.args:
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) in {"count", "millis"}
+                and node.args
+            ):
                 for sub in ast.walk(node.args[0]):
                     if isinstance(sub, ast.Name) and sub.id in constants:
                         names.add(constants[sub.id])

@@ -7,6 +7,7 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from edgecron.domain.outcome import (
     AttemptResult,
     Decision,

@@ -7,6 +7,7 @@ import random
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+
 from edgecron.domain.retry import (
     DEFAULT_POLICY,
     MAX_DELAY_SEC,

@@ -9,6 +9,8 @@ import json
 import time
 
 import pytest
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
 from edgecron.domain.signing import (
     SigningSecretError,
     new_secret,
@@ -18,7 +20,6 @@ from edgecron.domain.signing import (
     validate_secret,
     webhook_headers,
 )
-from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 # The worked example of the Standard Webhooks / Svix documentation.
 SPEC_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -43,7 +43,10 @@ def free_port() -> int:
 class LocalStackProcess:
     """One `edgecron local` process; restart() keeps its ports and state dir, like a developer would."""
 
-    def __init__(self, state_dir: Path, scan_interval: str, root: Path = ROOT) -> None:
+    def __init__(
+        self, state_dir: Path, scan_interval: str, root: Path = ROOT, extra_args: tuple[str, ...] = ()
+    ) -> None:
+        self.extra_args = extra_args
         self.state_dir = state_dir
         self.root = root
         self.port = free_port()
@@ -93,6 +96,7 @@ class LocalStackProcess:
                 str(self.aws_port),
                 "--state-dir",
                 str(self.state_dir),
+                *self.extra_args,
             ],
             cwd=self.root,
             env=env,

@@ -6,6 +6,7 @@ moto is started when this conftest is imported, before any test module imports t
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -37,6 +38,24 @@ ADMIN_KEY = "test-admin-key-0123456789"
 
 _mock = mock_aws()
 _mock.start()
+
+
+def _atomic_aws_calls() -> None:
+    """Each AWS call is atomic, as every DynamoDB operation is; threads (the worker's concurrent
+    batch, concurrent scans) interleave between calls. In-process moto is not atomic within one call."""
+    import botocore.client
+
+    lock = threading.RLock()
+    original = botocore.client.BaseClient._make_api_call
+
+    def locked(self: Any, operation: str, params: Any) -> Any:
+        with lock:
+            return original(self, operation, params)
+
+    botocore.client.BaseClient._make_api_call = locked  # type: ignore[method-assign]
+
+
+_atomic_aws_calls()
 PROVISIONED = provision_from_template(ROOT / "template.yaml", secret_values={"AdminKeySecret": ADMIN_KEY})
 os.environ.update(PROVISIONED.environment())
 os.environ.update({"ALLOWED_CIDRS": "127.0.0.0/8,::1/128", "ALLOW_HTTP": "true", "CLAIM_SEC": "60"})

@@ -255,3 +255,16 @@ def test_a_wrong_method_on_a_known_path_is_405(app_key: str) -> None:
     assert resp.status == 405 and resp.body["error"]["code"] == "METHOD_NOT_ALLOWED"
     assert set(resp.headers["Allow"].split(", ")) == {"GET", "POST"}
     assert call_api("PUT", "/v1/nowhere", key=app_key).status == 404
+
+
+def test_signing_secrets_are_encrypted_at_rest_with_kms(app_key: str) -> None:
+    from edgecron.data.models import EndpointModel
+
+    created = call_api("POST", "/v1/endpoints", key=app_key, body=EP).body
+    stored = next(e for e in EndpointModel.scan() if e.endpoint_id == created["id"])
+    sealed = stored.secrets[0].secret
+    assert sealed.startswith("kms:") and created["secret"] not in sealed
+    assert created["secret"].removeprefix("whsec_") not in sealed
+    from edgecron.data import secret_box
+
+    assert secret_box.unseal(sealed) == created["secret"]

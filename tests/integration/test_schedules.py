@@ -124,25 +124,7 @@ def test_every_second_schedule_dispatches_each_fire_once(app_key: str, fixed: cl
 N_CONCURRENT = int(os.environ.get("EDGECRON_CONCURRENCY_SCHEDULES", "100"))
 
 
-@pytest.fixture
-def atomic_aws_calls(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each AWS call is atomic, as in DynamoDB; threads interleave between calls. (In-process moto
-    is not thread-safe inside one call.)"""
-    import botocore.client
-
-    lock = threading.RLock()
-    original = botocore.client.BaseClient._make_api_call
-
-    def locked(self: Any, operation: str, params: Any) -> Any:
-        with lock:
-            return original(self, operation, params)
-
-    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", locked)
-
-
-def test_eight_concurrent_scans_create_each_fire_and_run_once(
-    fixed: clock.FixedClock, atomic_aws_calls: None
-) -> None:
+def test_eight_concurrent_scans_create_each_fire_and_run_once(fixed: clock.FixedClock) -> None:
     app_id, key = new_app("concurrency")
     ep = endpoint(key)
     ids = []

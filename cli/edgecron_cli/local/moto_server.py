@@ -26,6 +26,7 @@ DEFAULT_AWS_PORT = 4567
 LOCAL_OVERRIDES = {
     "ALLOWED_CIDRS": "127.0.0.0/8,::1/128",
     "ALLOW_HTTP": "true",
+    "ALLOWED_ONLY": "true",  # the local stack reaches loopback receivers and nothing else
     # a lost message is noticed after a minute locally (5 min on AWS); tests may shorten it
     "REDISPATCH_AFTER_SEC": os.environ.get("EDGECRON_LOCAL_REDISPATCH_AFTER_SEC", "60"),
 }
@@ -50,18 +51,24 @@ class ChangeCounter:
 
 
 class _WriteTracker:
-    """WSGI middleware: bump the counter on every DynamoDB or Secrets Manager call that is not a read."""
+    """WSGI middleware: bump the counter on every DynamoDB or Secrets Manager call that is not a read,
+    and let moto answer one call at a time. DynamoDB applies each conditional write atomically; moto
+    does not within one call, so two workers claiming the same run at once could both win."""
 
     def __init__(self, app: Callable[..., Iterable[bytes]], changes: ChangeCounter) -> None:
         self._app = app
         self._changes = changes
+        self._atomic = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
         for prefix in _STATEFUL_TARGETS:
             if target.startswith(prefix) and not target[len(prefix) :].startswith(_READ_ACTIONS):
                 self._changes.bump()
-        return self._app(environ, start_response)
+        if environ.get("QUERY_STRING", "").startswith("Action=ReceiveMessage") or "ReceiveMessage" in target:
+            return self._app(environ, start_response)  # long polls must not hold the lock
+        with self._atomic:
+            return list(self._app(environ, start_response))
 
 
 class LocalMotoServer(ThreadedMotoServer):

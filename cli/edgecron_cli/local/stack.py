@@ -156,7 +156,7 @@ class LocalStack:
             handler_environment(endpoint, _all_function_variables(provisioned), options.verbose)
         )
         log.info(
-            "loopback and plain-http targets are allowed on the local stack (ALLOWED_CIDRS=%s)",
+            "the local stack delivers to loopback addresses only, plain http allowed (ALLOWED_CIDRS=%s)",
             LOCAL_OVERRIDES["ALLOWED_CIDRS"],
         )
         add_layers_to_path(template)

@@ -56,6 +56,7 @@ class Settings(BaseModel):
     history_ttl_days: int = Field(default=90, ge=1, le=3_650)
     allow_http: bool = False
     allowed_cidrs: list[str] = Field(default_factory=list)
+    allowed_only: bool = False  # reach ALLOWED_CIDRS and nothing else (the local stack: loopback only)
 
     @field_validator("allowed_cidrs")
     @classmethod
@@ -92,6 +93,7 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
     raw["region"] = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
     raw["allow_http"] = env.get("ALLOW_HTTP", "").lower() in {"1", "true", "yes"}
     raw["allowed_cidrs"] = _split(env.get("ALLOWED_CIDRS", ""))
+    raw["allowed_only"] = env.get("ALLOWED_ONLY", "").lower() in {"1", "true", "yes"}
     return Settings.model_validate(raw)
 
 

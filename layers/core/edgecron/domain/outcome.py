@@ -94,7 +94,9 @@ class _Verdict:
 
 
 def _with_detail(label: str, error: str | None) -> str:
-    return f"{label}: {error}" if error else label
+    if not error:
+        return label
+    return error if error.startswith(f"{label}:") else f"{label}: {error}"
 
 
 def _classify(result: AttemptResult, now: datetime) -> _Verdict:

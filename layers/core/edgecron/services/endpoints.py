@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 from edgecron import ids
-from edgecron.config import get_settings
 from edgecron.data import endpoints as data
+from edgecron.data import secret_box
 from edgecron.data import retry_policies as policy_data
 from edgecron.data.models import EndpointModel, SigningSecret
 from edgecron.domain.signing import new_secret
 from edgecron.errors import NotFound, ParamInvalid
 from edgecron.schemas.endpoints import EndpointCreate, EndpointUpdate
 from edgecron.services.retry_policies import DEFAULT_ID
+from edgecron.services.target_guard import TargetRefused, check_url
 
 ROTATION_OVERLAP_MS = 24 * 3600 * 1000
 
 
-def _check_scheme(url: str) -> None:
-    if url.lower().startswith("http://") and not get_settings().allow_http:
-        raise ParamInvalid("url must use https (http is not allowed by this deployment)", "url")
+def _check_target(url: str) -> None:
+    """The SSRF guard: scheme, and every address the host resolves to now (400 on refusal)."""
+    try:
+        check_url(url)
+    except TargetRefused as exc:
+        raise ParamInvalid(str(exc), "url") from None
 
 
 def _check_policy(app_id: str, policy_id: str | None) -> None:
@@ -27,7 +31,7 @@ def _check_policy(app_id: str, policy_id: str | None) -> None:
 
 def create(app_id: str, req: EndpointCreate, now_ms: int) -> tuple[EndpointModel, str]:
     """Create an Endpoint; its signing secret is returned once."""
-    _check_scheme(req.url)
+    _check_target(req.url)
     _check_policy(app_id, req.retry_policy_id)
     secret = new_secret()
     endpoint = EndpointModel(
@@ -35,7 +39,7 @@ def create(app_id: str, req: EndpointCreate, now_ms: int) -> tuple[EndpointModel
         endpoint_id=ids.new_id("ep", now_ms),
         created_at=now_ms,
         updated_at=now_ms,
-        secrets=[SigningSecret(secret=secret, created_at=now_ms)],
+        secrets=[SigningSecret(secret=secret_box.seal(secret), created_at=now_ms)],
         **req.model_dump(),
     )
     data.put_new(endpoint)
@@ -57,7 +61,7 @@ def update(app_id: str, endpoint_id: str, req: EndpointUpdate, now_ms: int) -> E
         if value is None and field not in nullable:
             raise ParamInvalid(f"{field} cannot be null", field)
     if "url" in changes:
-        _check_scheme(changes["url"])
+        _check_target(changes["url"])
     if changes.get("retry_policy_id"):
         _check_policy(app_id, changes["retry_policy_id"])
     for field, value in changes.items():
@@ -80,7 +84,7 @@ def rotate_secret(app_id: str, endpoint_id: str, now_ms: int) -> tuple[EndpointM
         current = keep[0]
         current.expires_at = now_ms + ROTATION_OVERLAP_MS
         keep = [current]
-    endpoint.secrets = [SigningSecret(secret=secret, created_at=now_ms), *keep]
+    endpoint.secrets = [SigningSecret(secret=secret_box.seal(secret), created_at=now_ms), *keep]
     endpoint.updated_at = now_ms
     data.save(endpoint)
     return endpoint, secret
@@ -88,4 +92,4 @@ def rotate_secret(app_id: str, endpoint_id: str, now_ms: int) -> tuple[EndpointM
 
 def active_secrets(endpoint: EndpointModel, now_ms: int) -> list[str]:
     """Secrets that sign a delivery now: the current one, and the previous one during its overlap."""
-    return [str(s.secret) for s in endpoint.secrets if s.expires_at is None or s.expires_at > now_ms]
+    return [secret_box.unseal(str(s.secret)) for s in endpoint.secrets if s.expires_at is None or s.expires_at > now_ms]

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import boto3
 import pytest
+
 from tests.e2e.api import Api, terminal
 from tests.e2e.conftest import LocalStackProcess
 from tests.support.receiver import Receiver

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.e2e.conftest import ROOT, LocalStackProcess
 from tests.support.receiver import Receiver, Reply
 

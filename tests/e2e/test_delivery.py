@@ -13,6 +13,7 @@ from typing import Any
 import boto3
 import pytest
 from standardwebhooks.webhooks import Webhook
+
 from tests.e2e.api import Api, terminal
 from tests.e2e.conftest import LocalStackProcess
 from tests.support.receiver import Receiver, Reply

@@ -9,6 +9,7 @@ from collections import Counter
 from datetime import datetime
 
 from standardwebhooks.webhooks import Webhook
+
 from tests.e2e.api import Api
 from tests.e2e.conftest import LocalStackProcess
 from tests.support.receiver import Receiver

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 import requests
+
 from tests.e2e.api import Api, terminal
 from tests.e2e.conftest import LocalStackProcess
 from tests.support.receiver import Receiver, Reply

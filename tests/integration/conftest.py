@@ -90,6 +90,15 @@ def _fresh_state() -> Iterator[None]:
     yield
     clock.set_clock(clock.SystemClock())
     retire_schedules()
+    retire_runs()
+
+
+def retire_runs() -> None:
+    """Take every unfinished run out of the wake index, so no test's runs wake up in the next one."""
+    from edgecron.data.models import TaskRunModel as R
+
+    for run in R.scan(R.wake_shard.exists()):
+        run.update(actions=[R.wake_shard.remove(), R.wake_at.remove(), R.status.set("cancelled")])
 
 
 def retire_schedules() -> None:

@@ -4,19 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pynamodb.exceptions import PutError
-
+from edgecron.data.conditional import save_if
 from edgecron.data.models import AttemptModel
 from edgecron.data.paging import Page, query_page
 
 
 def put(attempt: AttemptModel) -> None:
     """Write once; a redelivered result for the same sequence number is ignored."""
-    try:
-        attempt.save(condition=AttemptModel.seq.does_not_exist())
-    except PutError as exc:
-        if exc.cause_response_code != "ConditionalCheckFailedException":
-            raise
+    save_if(attempt, AttemptModel.seq.does_not_exist())
 
 
 def list_page(run_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[AttemptModel]:

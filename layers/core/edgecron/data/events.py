@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pynamodb.exceptions import DeleteError, DoesNotExist, PutError, UpdateError
+from pynamodb.exceptions import DoesNotExist
 from pynamodb.expressions.condition import size
 
 from edgecron import ids
+from edgecron.data.conditional import update_if
 from edgecron.data.expiry import is_alive
 from edgecron.data.models import EndpointModel, EventModel
 from edgecron.data.paging import Page, query_page
@@ -26,10 +27,6 @@ PENDING, RUNNING, DONE = "pending", "running", "done"
 MAX_RECORDED_ENDPOINTS = 4_000
 _RECORD_TRIES = 8
 _MATCH_ATTRIBUTES = ["app_id", "endpoint_id", "active", "filter_events"]
-
-
-def _cond_failed(exc: UpdateError | PutError | DeleteError) -> bool:
-    return exc.cause_response_code == "ConditionalCheckFailedException"
 
 
 def put_new(event: EventModel) -> None:
@@ -124,12 +121,8 @@ def record_page(event: EventModel, matched: list[str], done: bool) -> EventModel
             else (M.endpoint_ids.does_not_exist() | (size(M.endpoint_ids) == 0))
         )
         condition = M.event_id.exists() & (M.fanout_status == current.fanout_status) & unchanged_list
-        try:
-            current.update(actions=actions, condition=condition)
+        if update_if(current, actions, condition):
             return current
-        except UpdateError as exc:
-            if not _cond_failed(exc):
-                raise
         current = get(event.app_id, event.event_id, consistent=True)
     logger.warning("event update kept conflicting", extra={"event_id": event.event_id})
     raise RuntimeError(f"could not record the fan-out page of {event.event_id}")

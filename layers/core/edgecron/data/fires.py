@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
+from pynamodb.exceptions import DoesNotExist
 
 from edgecron import ids
 from edgecron.config import get_settings
+from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import expires_at_s
 from edgecron.data.models import FireModel
 from edgecron.data.paging import Page, query_page
@@ -26,10 +27,6 @@ SCHEDULED, RUNNING, COMPLETED, FAILED, CANCELLED, MISSED = (
 )
 OPEN = (SCHEDULED, RUNNING)
 FINAL = (COMPLETED, FAILED, CANCELLED, MISSED)
-
-
-def _cond_failed(exc: UpdateError | PutError) -> bool:
-    return exc.cause_response_code == "ConditionalCheckFailedException"
 
 
 def open_shard(schedule_id: str) -> str:
@@ -62,12 +59,8 @@ def create(
         finished_at=None if is_open else now_ms,
         expires_at=expires_at_s(now_ms),
     )
-    try:
-        fire.save(condition=M.fire_at.does_not_exist())
+    if save_if(fire, M.fire_at.does_not_exist()):
         return fire, True
-    except PutError as exc:
-        if not _cond_failed(exc):
-            raise
     existing = get(schedule_id, fire_at_ms)
     if existing is None:  # expired and deleted between the two calls: treat as new
         return create(
@@ -92,13 +85,7 @@ def settle(fire: FireModel, status: str, now_ms: int, error: str | None) -> bool
     actions: list[Any] = [M.status.set(status), M.finished_at.set(now_ms), M.open_shard.remove()]
     if error:
         actions.append(M.error.set(error[:500]))
-    try:
-        fire.update(actions=actions, condition=M.status.is_in(*OPEN))
-        return True
-    except UpdateError as exc:
-        if _cond_failed(exc):
-            return False
-        raise
+    return update_if(fire, actions, M.status.is_in(*OPEN))
 
 
 def open_fires_of(schedule_id: str) -> Iterator[FireModel]:

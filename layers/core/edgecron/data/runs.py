@@ -7,20 +7,17 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
+from pynamodb.exceptions import DoesNotExist
 
 from edgecron import ids
 from edgecron.config import get_settings
+from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import expires_at_s, is_alive
 from edgecron.data.models import TaskRunModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain import run_states as st
 
 M = TaskRunModel
-
-
-def _conditional_failed(exc: UpdateError | PutError) -> bool:
-    return exc.cause_response_code == "ConditionalCheckFailedException"
 
 
 def created_key(created_ms: int, run_id: str) -> str:
@@ -63,13 +60,7 @@ def new_run(
 
 def put_new(run: TaskRunModel) -> bool:
     """Create the run unless it exists (deterministic ids make a second create a no-op)."""
-    try:
-        run.save(condition=M.run_id.does_not_exist())
-        return True
-    except PutError as exc:
-        if _conditional_failed(exc):
-            return False
-        raise
+    return save_if(run, M.run_id.does_not_exist())
 
 
 def get(run_id: str, *, consistent: bool = False) -> TaskRunModel | None:
@@ -94,24 +85,20 @@ def claim(run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskRunModel | Non
     run = M(run_id=run_id)
     waiting_and_due = M.status.is_in(*st.WAITING) & (M.deliver_at <= now_ms + early_ms)
     expired = (M.status == st.RUNNING) & (M.claim_expires_at < now_ms)
-    try:
-        run.update(
-            actions=[
-                M.status.set(st.RUNNING),
-                M.claim_token.set(uuid.uuid4().hex),
-                M.claim_expires_at.set(now_ms + claim_ms),
-                M.wake_at.set(now_ms + claim_ms),
-                M.attempt_count.add(1),
-                M.total_attempts.add(1),
-                M.updated_at.set(now_ms),
-            ],
-            condition=M.run_id.exists() & (waiting_and_due | expired),
-        )
-    except UpdateError as exc:
-        if _conditional_failed(exc):
-            return None
-        raise
-    return run
+    claimed = update_if(
+        run,
+        [
+            M.status.set(st.RUNNING),
+            M.claim_token.set(uuid.uuid4().hex),
+            M.claim_expires_at.set(now_ms + claim_ms),
+            M.wake_at.set(now_ms + claim_ms),
+            M.attempt_count.add(1),
+            M.total_attempts.add(1),
+            M.updated_at.set(now_ms),
+        ],
+        M.run_id.exists() & (waiting_and_due | expired),
+    )
+    return run if claimed else None
 
 
 def _owned(run: TaskRunModel) -> Any:
@@ -129,16 +116,6 @@ def _terminal_actions(status: str, now_ms: int) -> list[Any]:
         M.claim_expires_at.remove(),
         M.next_retry_at.remove(),
     ]
-
-
-def _update(run: TaskRunModel, actions: list[Any], condition: Any) -> bool:
-    try:
-        run.update(actions=actions, condition=condition)
-        return True
-    except UpdateError as exc:
-        if _conditional_failed(exc):
-            return False
-        raise
 
 
 def _result_actions(status_code: int | None, error: str | None, error_kind: str | None) -> list[Any]:
@@ -162,7 +139,7 @@ def finish(
     actions = _terminal_actions(status, now_ms) + _result_actions(status_code, error, error_kind)
     if status == st.DEAD_LETTER:
         actions += [M.dl_app_id.set(run.app_id), M.dead_key.set(created_key(now_ms, run.run_id))]
-    return _update(run, actions, _owned(run))
+    return update_if(run, actions, _owned(run))
 
 
 def schedule_retry(
@@ -186,22 +163,24 @@ def schedule_retry(
         M.updated_at.set(now_ms),
         *_result_actions(status_code, error, error_kind),
     ]
-    return _update(run, actions, _owned(run))
+    return update_if(run, actions, _owned(run))
 
 
 def cancel(run: TaskRunModel, now_ms: int, reason: str) -> bool:
     actions = [*_terminal_actions(st.CANCELLED, now_ms), M.last_error.set(reason), M.last_error_kind.remove()]
-    return _update(run, actions, M.status.is_in(*st.CANCELLABLE))
+    return update_if(run, actions, M.status.is_in(*st.CANCELLABLE))
 
 
 def mark_enqueued(run: TaskRunModel, wake_at_ms: int) -> bool:
     """After the scan enqueued a waiting run: look again only if the message went missing."""
-    return _update(run, [M.wake_at.set(wake_at_ms)], M.status.is_in(*st.WAITING) & (M.wake_at == run.wake_at))
+    return update_if(
+        run, [M.wake_at.set(wake_at_ms)], M.status.is_in(*st.WAITING) & (M.wake_at == run.wake_at)
+    )
 
 
 def release_expired_claim(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:
     """A worker died holding the run and its message is gone: make it deliverable again."""
-    return _update(
+    return update_if(
         run,
         [
             M.status.set(st.PENDING),
@@ -216,7 +195,7 @@ def release_expired_claim(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bo
 
 
 def drop_from_wake_index(run: TaskRunModel) -> bool:
-    return _update(run, [M.wake_shard.remove(), M.wake_at.remove()], M.status.is_in(*st.TERMINAL))
+    return update_if(run, [M.wake_shard.remove(), M.wake_at.remove()], M.status.is_in(*st.TERMINAL))
 
 
 def poison(run: TaskRunModel, now_ms: int, reason: str) -> bool:
@@ -228,7 +207,7 @@ def poison(run: TaskRunModel, now_ms: int, reason: str) -> bool:
         M.dl_app_id.set(run.app_id),
         M.dead_key.set(created_key(now_ms, run.run_id)),
     ]
-    return _update(run, actions, M.status.is_in(st.PENDING, st.RETRY_SCHEDULED, st.RUNNING))
+    return update_if(run, actions, M.status.is_in(st.PENDING, st.RETRY_SCHEDULED, st.RUNNING))
 
 
 def replay(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:
@@ -246,7 +225,7 @@ def replay(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:
         M.updated_at.set(now_ms),
         M.expires_at.set(expires_at_s(now_ms)),
     ]
-    return _update(run, actions, M.status == st.DEAD_LETTER)
+    return update_if(run, actions, M.status == st.DEAD_LETTER)
 
 
 def wake_due(shard: str, until_ms: int | None) -> Iterator[TaskRunModel]:

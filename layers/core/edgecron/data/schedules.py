@@ -6,18 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
+from pynamodb.exceptions import DoesNotExist
 
 from edgecron import ids
 from edgecron.config import get_settings
+from edgecron.data.conditional import save_if, update_if
 from edgecron.data.models import ScheduleModel
 from edgecron.data.paging import Page, query_page
 
 M = ScheduleModel
-
-
-def _cond_failed(exc: UpdateError | PutError) -> bool:
-    return exc.cause_response_code == "ConditionalCheckFailedException"
 
 
 def shard_for(schedule_id: str) -> str:
@@ -37,13 +34,7 @@ def put_new(schedule: ScheduleModel) -> None:
 
 def save_if_version(schedule: ScheduleModel, version: int) -> bool:
     """Write the whole item if nobody changed it since `version` was read (user edits, pause)."""
-    try:
-        schedule.save(condition=M.version == version)
-        return True
-    except PutError as exc:
-        if _cond_failed(exc):
-            return False
-        raise
+    return save_if(schedule, M.version == version)
 
 
 def delete(schedule: ScheduleModel) -> None:
@@ -78,13 +69,7 @@ def advance(
         actions += [M.next_fire_at.remove(), M.due_shard.remove()]
     else:
         actions += [M.next_fire_at.set(next_ms)]
-    try:
-        schedule.update(actions=actions, condition=(M.next_fire_at == expected_ms) & (M.status == "ACTIVE"))
-        return True
-    except UpdateError as exc:
-        if _cond_failed(exc):
-            return False
-        raise
+    return update_if(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == "ACTIVE"))
 
 
 def record_outcome(
@@ -93,47 +78,33 @@ def record_outcome(
     """Count a settled fire: success resets, failure adds one and pauses at `pause_after`.
     Returns (consecutive_failures, paused_now). Atomic conditional updates, no read-modify-write."""
     schedule = M(app_id=app_id, schedule_id=schedule_id)
-    try:
-        if not failed:
-            schedule.update(actions=[M.consecutive_failures.set(0)], condition=M.schedule_id.exists())
-            return 0, False
-        schedule.update(
-            actions=[M.consecutive_failures.add(1), M.updated_at.set(now_ms)],
-            condition=M.schedule_id.exists() & (M.status == "ACTIVE"),
-        )
-    except UpdateError as exc:
-        if _cond_failed(exc):
-            return 0, False
-        raise
+    if not failed:
+        update_if(schedule, [M.consecutive_failures.set(0)], M.schedule_id.exists())
+        return 0, False
+    counted = update_if(
+        schedule,
+        [M.consecutive_failures.add(1), M.updated_at.set(now_ms)],
+        M.schedule_id.exists() & (M.status == "ACTIVE"),
+    )
+    if not counted:
+        return 0, False
     failures = int(schedule.consecutive_failures)
     if failures < pause_after:
         return failures, False
-    try:
-        schedule.update(
-            actions=[
-                M.status.set("PAUSED"),
-                M.due_shard.remove(),
-                M.version.add(1),
-                M.updated_at.set(now_ms),
-            ],
-            condition=(M.status == "ACTIVE") & (M.consecutive_failures >= pause_after),
-        )
-    except UpdateError as exc:
-        if _cond_failed(exc):
-            return failures, False
-        raise
-    return failures, True
+    paused = update_if(
+        schedule,
+        [M.status.set("PAUSED"), M.due_shard.remove(), M.version.add(1), M.updated_at.set(now_ms)],
+        (M.status == "ACTIVE") & (M.consecutive_failures >= pause_after),
+    )
+    return failures, paused
 
 
 def finish_one_time(app_id: str, schedule_id: str, now_ms: int) -> None:
-    try:
-        M(app_id=app_id, schedule_id=schedule_id).update(
-            actions=[M.finished.set(True), M.updated_at.set(now_ms)],
-            condition=M.schedule_id.exists() & M.next_fire_at.does_not_exist(),
-        )
-    except UpdateError as exc:
-        if not _cond_failed(exc):
-            raise
+    update_if(
+        M(app_id=app_id, schedule_id=schedule_id),
+        [M.finished.set(True), M.updated_at.set(now_ms)],
+        M.schedule_id.exists() & M.next_fire_at.does_not_exist(),
+    )
 
 
 def catch_up_move(
@@ -154,13 +125,7 @@ def catch_up_move(
         actions.append(M.next_fire_at.set(next_ms))
     if finish:
         actions.append(M.finished.set(True))
-    try:
-        schedule.update(actions=actions, condition=(M.next_fire_at == expected_ms) & (M.status == "ACTIVE"))
-        return True
-    except UpdateError as exc:
-        if _cond_failed(exc):
-            return False
-        raise
+    return update_if(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == "ACTIVE"))
 
 
 def all_due(until_ms: int) -> Iterator[ScheduleModel]:

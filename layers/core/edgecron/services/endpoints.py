@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from edgecron import ids
 from edgecron.data import endpoints as data
-from edgecron.data import secret_box
 from edgecron.data import retry_policies as policy_data
+from edgecron.data import secret_box
 from edgecron.data.models import EndpointModel, SigningSecret
 from edgecron.domain.signing import new_secret
 from edgecron.errors import NotFound, ParamInvalid
@@ -92,4 +92,8 @@ def rotate_secret(app_id: str, endpoint_id: str, now_ms: int) -> tuple[EndpointM
 
 def active_secrets(endpoint: EndpointModel, now_ms: int) -> list[str]:
     """Secrets that sign a delivery now: the current one, and the previous one during its overlap."""
-    return [secret_box.unseal(str(s.secret)) for s in endpoint.secrets if s.expires_at is None or s.expires_at > now_ms]
+    return [
+        secret_box.unseal(str(s.secret))
+        for s in endpoint.secrets
+        if s.expires_at is None or s.expires_at > now_ms
+    ]

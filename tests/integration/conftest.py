@@ -97,8 +97,9 @@ def retire_runs() -> None:
     """Take every unfinished run out of the wake index, so no test's runs wake up in the next one."""
     from edgecron.data.models import TaskRunModel as R
 
-    for run in R.scan(R.wake_shard.exists()):
-        run.update(actions=[R.wake_shard.remove(), R.wake_at.remove(), R.status.set("cancelled")])
+    with R.batch_write() as batch:  # deleting is cheaper than updating thousands of fan-out runs
+        for run in R.scan(R.wake_shard.exists()):
+            batch.delete(run)
 
 
 def retire_schedules() -> None:

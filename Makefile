@@ -30,8 +30,8 @@ test: setup lint typecheck template unit
 
 lint: setup
 	@echo "==> ruff"
-	@$(BIN)/ruff check .
-	@$(BIN)/ruff format --check .
+	@$(BIN)/ruff check --no-cache .
+	@$(BIN)/ruff format --no-cache --check .
 
 typecheck: setup
 	@echo "==> mypy"

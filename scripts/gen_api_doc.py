@@ -31,7 +31,9 @@ def render() -> str:
             statuses = sorted(operation.get("responses", {}))
             ok = ", ".join(s for s in statuses if s.startswith("2"))
             errors = ", ".join(s for s in statuses if not s.startswith("2"))
-            lines.append(f"| {method.upper()} | `{path}` | {operation.get('summary', '')} | {ok} | {errors} |")
+            lines.append(
+                f"| {method.upper()} | `{path}` | {operation.get('summary', '')} | {ok} | {errors} |"
+            )
     lines += ["", "Schemas: see the `components.schemas` section of `/openapi.json`.", ""]
     return "\n".join(lines)
 

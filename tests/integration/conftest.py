@@ -30,9 +30,9 @@ os.environ.update(
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
 from moto import mock_aws
-from tests.support.harness import ROOT, call_api, invoke, sqs_event
 
 from edgecron_cli.local.provision import provision_from_template
+from tests.support.harness import ROOT, call_api, invoke, sqs_event
 
 ADMIN_KEY = "test-admin-key-0123456789"
 

@@ -4,6 +4,7 @@ the OpenAPI document, and Apps / Endpoints / Retry Policies."""
 from __future__ import annotations
 
 from standardwebhooks.webhooks import Webhook
+
 from tests.integration.conftest import new_app
 from tests.support.harness import call_api
 

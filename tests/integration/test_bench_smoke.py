@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from bench import dynamo
 from bench.inproc import environment
 

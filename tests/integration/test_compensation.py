@@ -7,10 +7,10 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from tests.support.harness import invoke, load_event
-from tests.support.receiver import Receiver
 
 from edgecron.services import compensation
+from tests.support.harness import invoke, load_event
+from tests.support.receiver import Receiver
 
 
 @pytest.fixture

@@ -10,12 +10,12 @@ from email.utils import format_datetime
 
 import pytest
 from standardwebhooks.webhooks import Webhook
-from tests.integration.conftest import Pump
-from tests.support.harness import call_api, invoke, sqs_event
-from tests.support.receiver import Receiver, Reply
 
 from edgecron import clock
 from edgecron.data import runs as run_data
+from tests.integration.conftest import Pump
+from tests.support.harness import call_api, invoke, sqs_event
+from tests.support.receiver import Receiver, Reply
 
 
 @pytest.fixture

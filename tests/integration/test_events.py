@@ -11,9 +11,6 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from standardwebhooks.webhooks import Webhook
-from tests.integration.conftest import ADMIN_KEY, Pump, drain_queues, new_app, queue
-from tests.support.harness import call_api, invoke, sqs_event
-from tests.support.receiver import Receiver
 
 from edgecron import clock, ids
 from edgecron.data import events as event_data
@@ -21,6 +18,9 @@ from edgecron.data import runs as run_data
 from edgecron.data.models import EndpointModel, EventModel, TaskRunModel
 from edgecron.services import events as event_service
 from edgecron.services import fanout
+from tests.integration.conftest import ADMIN_KEY, Pump, drain_queues, new_app, queue
+from tests.support.harness import call_api, invoke, sqs_event
+from tests.support.receiver import Receiver
 
 
 @pytest.fixture

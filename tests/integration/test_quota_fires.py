@@ -4,12 +4,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from tests.integration.conftest import ADMIN_KEY, Pump, new_app
-from tests.support.harness import call_api
-from tests.support.receiver import Receiver
 
 from edgecron import clock
 from edgecron.data.models import FireModel
+from tests.integration.conftest import ADMIN_KEY, Pump, new_app
+from tests.support.harness import call_api
+from tests.support.receiver import Receiver
 
 
 @pytest.fixture

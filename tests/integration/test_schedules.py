@@ -11,9 +11,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from tests.integration.conftest import Pump, new_app
-from tests.support.harness import call_api, invoke
-from tests.support.receiver import Receiver, Reply
 
 from edgecron import clock
 from edgecron.data import fires as fire_data
@@ -21,6 +18,9 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
 from edgecron.services import fire_dispatch, schedules_scan
+from tests.integration.conftest import Pump, new_app
+from tests.support.harness import call_api, invoke
+from tests.support.receiver import Receiver, Reply
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -23,12 +23,12 @@ from typing import Any
 import pytest
 import requests
 import urllib3.util.connection
-from tests.integration.conftest import Pump
-from tests.support.harness import call_api
-from tests.support.receiver import Receiver
 
 from edgecron.config import Settings, get_settings
 from edgecron.services import http_sender, target_guard
+from tests.integration.conftest import Pump
+from tests.support.harness import call_api
+from tests.support.receiver import Receiver
 
 LOCAL = ["127.0.0.0/8", "::1/128"]  # what the test env (and the local stack) allow
 

@@ -1,0 +1,193 @@
+"""Benchmark 2: fire precision on the local stack.
+
+Every-second schedules run for a while against a loopback receiver; each request's lag is its arrival
+time minus the nominal fire time of the Fire that sent it. The fire time is recovered from the
+`webhook-id` header, which is the Task Run id: a Fire's runs have deterministic ids
+(`fire_dispatch.run_id_for(schedule, fire time, endpoint)`), so each id maps back to exactly one
+(schedule, fire time). Fires due less than WARMUP_S after their schedule's create returned are also
+reported apart: the create dispatches the whole look-ahead window (70 fires) before it answers."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from bench.report import Row, verdict
+
+TARGET_P99_S = 1.0
+WARMUP_S = 5.0
+SETTLE_S = 3.0  # after pausing, wait this long for requests already in flight
+MAX_FIRES = 100_000
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..1) of a non-empty list."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def summary(lags: list[float]) -> dict[str, Any]:
+    if not lags:
+        return {"count": 0}
+    return {
+        "count": len(lags),
+        "p50_ms": round(statistics.median(lags) * 1000),
+        "p99_ms": round(percentile(lags, 0.99) * 1000),
+        "max_ms": round(max(lags) * 1000),
+        "min_ms": round(min(lags) * 1000),
+    }
+
+
+def run(
+    stack: Any, *, duration_s: float, schedule_counts: tuple[int, ...], cron: str
+) -> tuple[list[Row], dict[str, Any]]:
+    """One measurement per schedule count, on the same stack, smallest first: a load the stack cannot
+    carry leaves a backlog of cancelled runs behind that would delay whatever runs next."""
+    rows: list[Row] = []
+    runs = []
+    for count in sorted(schedule_counts):
+        got_rows, data = measure(stack, duration_s=duration_s, schedules=count, cron=cron)
+        rows += got_rows
+        runs.append(data)
+    return rows, {"target_p99_ms": TARGET_P99_S * 1000, "warmup_s": WARMUP_S, "runs": runs}
+
+
+def patient_api(base_url: str, key: str) -> Any:
+    """tests/e2e/api.Api with a 300 s timeout: an every-second schedule's create dispatches 70 fires
+    before it answers, which takes longer than Api's 30 s on a loaded local stack."""
+    from tests.e2e.api import Api
+
+    class PatientApi(Api):
+        def call(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+            url = self.base_url + path
+            return self.session.request(method, url, json=body, params=params or None, timeout=300)
+
+    return PatientApi(base_url, key)
+
+
+def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tuple[list[Row], dict[str, Any]]:
+    from edgecron.domain.cron import fires_between, parse_cron
+    from edgecron.services.fire_dispatch import run_id_for
+    from tests.support.receiver import Receiver
+
+    receiver = Receiver()
+    path = "/precision"
+    created: list[tuple[str, float, float]] = []  # schedule id, create sent, create answered
+    paused: dict[str, float] = {}
+    api = patient_api(stack.api_url, stack.api_key)
+    try:
+        endpoint = api.ok("POST", "/v1/endpoints", {"url": receiver.url(path)})
+        begin = time.time()
+        for i in range(schedules):
+            sent = time.time()
+            body = {"cron": cron, "endpoint_ids": [endpoint["id"]], "payload": {"schedule": i}}
+            schedule = api.ok("POST", "/v1/schedules", body)
+            created.append((schedule["id"], sent, time.time()))
+        time.sleep(max(0.0, begin + duration_s - time.time()))
+        for schedule_id, _, _ in created:
+            api.ok("POST", f"/v1/schedules/{schedule_id}/pause")
+            paused[schedule_id] = time.time()
+        time.sleep(SETTLE_S)
+        arrivals = receiver.received(path)
+    finally:
+        receiver.close()
+
+    spec = parse_cron(cron, "UTC")
+    fire_of: dict[str, tuple[str, int, float]] = {}  # run id -> schedule, fire second, create answered
+    expected: set[tuple[str, int]] = set()
+    for schedule_id, sent, answered in created:
+        start = datetime.fromtimestamp(int(sent), UTC)
+        for fire in fires_between(
+            spec, start, datetime.fromtimestamp(paused[schedule_id] + 80, UTC), MAX_FIRES
+        ):
+            second = int(fire.timestamp())
+            fire_of[run_id_for(schedule_id, second * 1000, endpoint["id"])] = (schedule_id, second, answered)
+            if second < int(paused[schedule_id]):  # due before its pause: should have been delivered
+                expected.add((schedule_id, second))
+    lags: list[float] = []
+    steady: list[float] = []
+    timeline: list[tuple[float, float]] = []
+    seen: dict[tuple[str, int], int] = {}
+    unknown = 0
+    for request in arrivals:
+        match = fire_of.get(request.headers.get("webhook-id", ""))
+        if match is None:
+            unknown += 1
+            continue
+        schedule_id, second, answered = match
+        seen[(schedule_id, second)] = seen.get((schedule_id, second), 0) + 1
+        lag = request.at - second
+        lags.append(lag)
+        timeline.append((second - begin, lag))
+        if second >= answered + WARMUP_S:
+            steady.append(lag)
+    missing = len(expected - set(seen))
+    duplicates = sum(n - 1 for n in seen.values() if n > 1)
+    overall, warm = summary(lags), summary(steady)
+    creates = [answered - sent for _, sent, answered in created]
+    data = {
+        "schedules": schedules,
+        "cron": cron,
+        "duration_s": duration_s,
+        "all_fires": overall,
+        "after_warmup": warm,
+        "deliveries": len(lags),
+        "fires_due_before_pause": len(expected),
+        "fires_missing": missing,
+        "duplicates": duplicates,
+        "unknown_requests": unknown,
+        "create_request_s": {"mean": round(statistics.mean(creates), 2), "max": round(max(creates), 2)}
+        if creates
+        else {},
+        "lag_by_fire_time": _timeline(timeline),
+    }
+    label = f"{schedules} schedule{'s' if schedules != 1 else ''} '{cron}', {duration_s:.0f} s"
+    target = f"p99 <= {TARGET_P99_S * 1000:.0f} ms"
+    rows = [
+        Row(
+            "precision",
+            f"{label}, all fires",
+            _fmt(overall, missing, duplicates),
+            target,
+            verdict(
+                bool(lags) and overall["p99_ms"] <= TARGET_P99_S * 1000 and not duplicates and not missing
+            ),
+        ),
+        Row(
+            "precision",
+            f"{label}, fires >= {WARMUP_S:.0f} s after the create",
+            _fmt(warm, None, None),
+            target,
+            verdict(warm["p99_ms"] <= TARGET_P99_S * 1000) if steady else "n/a",
+        ),
+    ]
+    return rows, data
+
+
+def _fmt(s: dict[str, Any], missing: int | None, duplicates: int | None) -> str:
+    if not s.get("count"):
+        return "no deliveries"
+    text = f"p50 {s['p50_ms']} ms, p99 {s['p99_ms']} ms, max {s['max_ms']} ms ({s['count']} fires"
+    if missing is not None:
+        text += f", {missing} not delivered before the pause, {duplicates} duplicates"
+    return text + ")"
+
+
+def _timeline(points: list[tuple[float, float]]) -> list[dict[str, float]]:
+    """p50 and max lag per 10 s of fire time (from the first create): a growing lag is a backlog, a
+    saw-tooth is the dispatch loop's own duration."""
+    buckets: dict[int, list[float]] = {}
+    for at, lag in points:
+        buckets.setdefault(int(at // 10), []).append(lag)
+    return [
+        {
+            "from_s": k * 10,
+            "count": len(v),
+            "p50_ms": round(statistics.median(v) * 1000),
+            "max_ms": round(max(v) * 1000),
+        }
+        for k, v in sorted(buckets.items())
+    ]

@@ -1,6 +1,7 @@
 """Worker function: SQS delivery/retry messages → one attempt each, the records of a batch concurrently."""
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import (
@@ -16,11 +17,14 @@ from edgecron.observability import logger, metrics, tracer
 from edgecron.services.delivery import deliver, parse_message
 
 processor = AsyncBatchProcessor(event_type=EventType.SQS)
+# One thread per record of a full batch: asyncio's default executor has only cpu_count + 4 threads
+# (6 on a 2-vCPU function), which would serialize a batch of 10 slow endpoints into two rounds.
+deliveries = ThreadPoolExecutor(max_workers=10, thread_name_prefix="delivery")
 
 
 async def record_handler(record: SQSRecord) -> str:
     run_id, _ = parse_message(record.body)  # a malformed message fails until SQS moves it to the DLQ
-    report = await asyncio.to_thread(deliver, run_id)
+    report = await asyncio.get_running_loop().run_in_executor(deliveries, deliver, run_id)
     return report.outcome
 
 

@@ -287,8 +287,15 @@ class Client:
     def resume_schedule(self, schedule_id: str) -> Json:
         return self._post(f"/v1/schedules/{schedule_id}/resume")
 
-    def list_fires(self, schedule_id: str, limit: int | None = None) -> Json:
-        return self._get(f"/v1/schedules/{schedule_id}/fires", limit=limit)
+    def list_fires(
+        self, schedule_id: str, limit: int | None = None, cursor: str | None = None, follow: bool = False
+    ) -> Json:
+        """Fires newest first; pages hold at most 50 (each Fire carries its Task Runs)."""
+        if follow and limit is None:
+            limit = 50
+        return self.fetch_list(
+            f"/v1/schedules/{schedule_id}/fires", limit=limit, cursor=cursor, follow=follow
+        )
 
     # -- Events ----------------------------------------------------------------------------------------
 

@@ -25,6 +25,17 @@ class Api:
         assert resp.status_code < 300, (method, path, resp.status_code, resp.text)
         return resp.json() if resp.content else None
 
+    def all_pages(self, path: str, limit: int = 50, **params: Any) -> list[Any]:
+        """Every item of a list route, following next_cursor to the end."""
+        items: list[Any] = []
+        cursor = None
+        while True:
+            page = self.ok("GET", path, limit=limit, **({"cursor": cursor} if cursor else {}), **params)
+            items.extend(page["data"])
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return items
+
     def wait_run(
         self, run_id: str, done: Callable[[dict[str, Any]], bool], timeout: float = 30
     ) -> dict[str, Any]:

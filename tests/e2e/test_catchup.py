@@ -54,7 +54,7 @@ def test_two_minute_stop_records_missed_fires_and_runs_once(
     own_stack.start()
     restarted_at = time.time()
     time.sleep(4)  # the compensation ran at start; let the catch-up delivery land
-    fires = api.ok("GET", f"/v1/schedules/{schedule['id']}/fires", limit=50)["data"]
+    fires = api.all_pages(f"/v1/schedules/{schedule['id']}/fires")
     outage = [f for f in fires if stopped_at <= _ts(f["fire_time"]) < restarted_at - 2]
     missed = [f["fire_time"] for f in outage if f["status"] == "MISSED"]
     ran = [f["fire_time"] for f in outage if f["status"] != "MISSED"]

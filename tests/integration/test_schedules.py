@@ -218,6 +218,18 @@ def test_pause_after_lookahead_enqueue_cancels_the_runs(app_key: str, receiver: 
     ]
     assert len(history) == 5 and history[0]["fire_time"] > history[-1]["fire_time"]
     assert history[0]["status"] == "CANCELLED" and history[0]["runs"][0]["status"] == "cancelled"
+    paged: list[str] = []
+    cursor = None
+    while True:  # the cursor walks the whole history once, newest first
+        query = {"limit": "7", **({"cursor": cursor} if cursor else {})}
+        body = call_api("GET", f"/v1/schedules/{s['id']}/fires", key=app_key, query=query).body
+        paged.extend(f["fire_time"] for f in body["data"])
+        cursor = body["next_cursor"]
+        if not cursor:
+            break
+    assert paged == sorted(paged, reverse=True) and len(paged) == len(set(paged)) == len(fires_of(s["id"]))
+    foreign = call_api("GET", f"/v1/schedules/{s['id']}/fires", key=app_key, query={"cursor": "e30"})
+    assert foreign.status == 400 and foreign.body["error"]["field"] == "cursor"
     resumed = call_api("POST", f"/v1/schedules/{s['id']}/resume", key=app_key).body
     assert resumed["status"] == "ACTIVE"
     assert call_api("DELETE", f"/v1/schedules/{s['id']}", key=app_key).status == 204

@@ -193,11 +193,13 @@ def delete(schedule_id: ScheduleId, json_flag: JsonFlag = False) -> None:
 @app.command("fires")
 def fires(
     schedule_id: ScheduleId,
-    limit: Annotated[int | None, typer.Option(min=1, max=50, help="How many, 1-50 (default 20).")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, max=50, help="Page size, 1-50 (default 20).")] = None,
+    all_: All = False,
+    cursor: Cursor = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Recent fires of a Schedule, newest first, with their Task Runs."""
-    history = client().list_fires(schedule_id, limit)
+    history = client().list_fires(schedule_id, limit, cursor, all_)
     if want_json(json_flag):
         output.print_json(history)
     else:

@@ -100,9 +100,12 @@ def interrupted(shard: str, before_ms: int) -> Iterator[FireModel]:
     )
 
 
-def recent(schedule_id: str, limit: int, now_ms: int) -> Page[FireModel]:
+def recent(
+    schedule_id: str, limit: int, now_ms: int, cursor: dict[str, Any] | None = None
+) -> Page[FireModel]:
+    """Fires newest first (including those dispatched ahead of time), expired ones left out."""
     alive = M.expires_at.does_not_exist() | (M.expires_at > now_ms // 1000)
-    return query_page(M, schedule_id, limit, None, newest_first=True, filter_condition=alive)
+    return query_page(M, schedule_id, limit, cursor, newest_first=True, filter_condition=alive)
 
 
 def any_after(schedule_id: str, after_ms: int, until_ms: int) -> bool:

@@ -86,7 +86,7 @@ class FireOut(BaseModel):
     runs: list[FireRunOut]
 
 
-class FireList(BaseModel):
+class FireList(Page):
     data: list[FireOut]
 
 

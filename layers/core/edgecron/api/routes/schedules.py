@@ -106,10 +106,16 @@ def resume_schedule(schedule_id: str) -> Response[str]:
     tags=TAGS,
     responses=docs(200, FireList, 404),
 )
-def list_fires(schedule_id: str, limit: Annotated[int, Query(ge=1, le=50)] = 20) -> Response[str]:
+def list_fires(
+    schedule_id: str,
+    limit: Annotated[int, Query(ge=1, le=50, description="page size (1–50)")] = 20,
+    cursor: Cursor = None,
+) -> Response[str]:
     schedule = service.get(current_app_id(), schedule_id)
     now_ms = clock.to_ms(clock.now())
-    page = fire_data.recent(schedule.schedule_id, limit, now_ms)
+    page = fire_data.recent(
+        schedule.schedule_id, limit, now_ms, decode_cursor(cursor, "schedule_id", schedule.schedule_id)
+    )
     run_ids = [run_id for fire in page.items for run_id in fire.run_ids]
     runs = {r.run_id: r for r in run_data.get_many(run_ids)}
-    return json_response(200, {"data": [fire_view(f, runs, now_ms) for f in page.items]})
+    return json_response(200, page_body([fire_view(f, runs, now_ms) for f in page.items], page.last_key))

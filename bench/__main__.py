@@ -52,6 +52,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--scan-interval", default="60", help="the local stack's scan interval, s (deployed: 60)"
     )
+    parser.add_argument(
+        "--stack-root",
+        type=Path,
+        help="run the local stack from another checkout (to measure a proposed fix); default: this one",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS, help="where to write results.json")
     args = parser.parse_args(argv)
     unknown = set(args.only.split(",")) - set(ALL)
@@ -127,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     document: dict[str, Any] = {"machine": machine(), "arguments": _arguments(args), "benchmarks": {}}
     failed = False
     with ExitStack() as exits:
-        stacks = SharedStack(exits, args.scan_interval)
+        stacks = SharedStack(exits, args.scan_interval, args.stack_root)
         failed = _run_all(selected, runners, rows, document)
     print(table(rows))
     path = write(document, rows, args.output)
@@ -138,16 +143,17 @@ def main(argv: list[str] | None = None) -> int:
 class SharedStack:
     """One local stack for the benchmarks that need one, started on first use, stopped at the end."""
 
-    def __init__(self, exits: ExitStack, scan_interval: str) -> None:
+    def __init__(self, exits: ExitStack, scan_interval: str, root: Path | None) -> None:
         self._exits = exits
         self._scan_interval = scan_interval
+        self._root = root
         self._stack: Any = None
 
     def get(self) -> Any:
         if self._stack is None:
             from bench.localstack import local_stack
 
-            self._stack = self._exits.enter_context(local_stack(self._scan_interval))
+            self._stack = self._exits.enter_context(local_stack(self._scan_interval, self._root))
         return self._stack
 
 

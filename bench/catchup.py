@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.inproc import Env
 from bench.report import Row, verdict
+
+if TYPE_CHECKING:
+    from edgecron.domain.catchup import MissedPolicy
 
 TARGET_MS = 50.0
 # "flat": across outages the plan costs within FLAT_SLACK_MS of each other, or within FLAT_FACTOR times
@@ -31,7 +34,7 @@ APPLY_OUTAGES = BRIEF_OUTAGES
 
 
 def plan_cpu_ms(
-    expression: str, outage: timedelta, policy: str, repeats: int
+    expression: str, outage: timedelta, policy: MissedPolicy, repeats: int
 ) -> tuple[float, dict[str, Any]]:
     """Mean CPU milliseconds of one plan, and what the plan decided."""
     from edgecron.domain.catchup import plan_catch_up
@@ -41,12 +44,12 @@ def plan_cpu_ms(
     spec = parse_cron(expression, "UTC")
     start = next_fire(spec, now - outage - timedelta(seconds=1))
     assert start is not None
-    plan = plan_catch_up(spec, None, start, now, policy)  # type: ignore[arg-type]
+    plan = plan_catch_up(spec, None, start, now, policy)
     t0 = time.process_time()
     for _ in range(repeats):
-        plan_catch_up(spec, None, start, now, policy)  # type: ignore[arg-type]
+        plan_catch_up(spec, None, start, now, policy)
     cpu_ms = (time.process_time() - t0) / repeats * 1000
-    shape = {"catch_up": plan is not None}
+    shape: dict[str, Any] = {"catch_up": plan is not None}
     if plan is not None:
         shape |= {
             "missed_recorded": len(plan.missed),
@@ -123,7 +126,8 @@ def run(
     for label, expression in CRONS:
         figures = []
         for outage_label, outage in OUTAGES:
-            for policy in ("RUN_ONCE", "SKIP"):
+            policies: tuple[MissedPolicy, ...] = ("RUN_ONCE", "SKIP")
+            for policy in policies:
                 cpu_ms, shape = plan_cpu_ms(expression, outage, policy, repeats)
                 case: dict[str, Any] = {
                     "cron": label,

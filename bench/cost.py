@@ -135,7 +135,7 @@ def price(s: Scenario) -> dict[str, Any]:
         f["wall_s"] += inv.wall_s
         f["gb_s"] += billed_gb_s(inv)
         f["gb_s_modelled"] += modelled_gb_s(inv)
-    breakdown = sorted(
+    breakdown: list[dict[str, Any]] = sorted(
         (
             {
                 "origin": k[0],
@@ -150,7 +150,7 @@ def price(s: Scenario) -> dict[str, Any]:
             }
             for k, v in ops.items()
         ),
-        key=lambda row: -float(row["usd_per_million"]),
+        key=lambda row: -row["usd_per_million"],
     )
     return {
         "kind": s.kind,
@@ -221,7 +221,8 @@ def direct(env: Env, receiver: Any, n: int, *, trickle: bool = False, timeout: f
     env.reset()
     pump = EsmPump(env)
     started = time.monotonic()
-    with env.window() as s.usage:
+    with env.window() as usage:
+        s.usage = usage
         for i in range(n):
             resp = env.api(
                 "POST",
@@ -234,7 +235,7 @@ def direct(env: Env, receiver: Any, n: int, *, trickle: bool = False, timeout: f
                 break
             s.triggers += 1
             if trickle:
-                pump.drain(lambda i=i: len(receiver.received(path)) > i, timeout=60, settle=0)  # type: ignore[misc]
+                pump.drain(lambda: len(receiver.received(path)) >= s.triggers, timeout=60, settle=0)
         pump.drain(lambda: len(receiver.received(path)) >= s.triggers, timeout=timeout)
     s.wall_s = time.monotonic() - started
     ids = _ids(receiver, path)
@@ -268,7 +269,8 @@ def direct_with_retries(env: Env, receiver: Any, n: int, *, timeout: float = 180
     pump = EsmPump(env)
     expected = n + failures
     started = time.monotonic()
-    with env.window() as s.usage:
+    with env.window() as usage:
+        s.usage = usage
         for i in range(n):
             resp = env.api(
                 "POST",
@@ -303,7 +305,8 @@ def event_fanout(env: Env, receiver: Any, n: int, *, timeout: float = 1800) -> S
     env.reset()
     pump = EsmPump(env)
     started = time.monotonic()
-    with env.window() as s.usage:
+    with env.window() as usage:
+        s.usage = usage
         resp = env.api(
             "POST", "/v1/events", key=key, body={"name": "bench.fanout", "payload": {"kind": "bench"}}
         )
@@ -352,7 +355,8 @@ def scheduled(env: Env, receiver: Any, n: int, *, timeout: float = 1800) -> Scen
     started = time.monotonic()
     clock.set_clock(clock.FixedClock(fire))
     try:
-        with env.window() as s.usage:
+        with env.window() as usage:
+            s.usage = usage
             result = env.invoke(
                 "scan", {"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
             )

@@ -35,7 +35,7 @@ class ApiResult:
 
 def _moto_peek(table: str, key: Any) -> dict[str, Any] | None:
     """The stored item, read from moto's backend directly (no AWS call, so nothing is counted)."""
-    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.core.models import DEFAULT_ACCOUNT_ID
     from moto.dynamodb.models import dynamodb_backends
 
     region = os.environ.get("AWS_REGION", "us-east-1")

@@ -129,7 +129,7 @@ def run(
     out: dict[str, Any] = {"due": due, "sizes": [small, large], "target_ratio": TARGET_RATIO, "variants": {}}
     for variant in variants:
         active = variant == "future"
-        measured = []
+        measured: list[dict[str, Any]] = []
         for size in (small, large):
             before = table.written
             already = sum(m["schedules"] for m in measured)  # the previous phase's set stays, advanced

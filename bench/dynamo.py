@@ -2,8 +2,8 @@
 
 Why not the ConsumedCapacity moto returns: moto answers a constant 1.0 (writes) or 0.5 (reads) per call,
 whatever the item size, and leaves out global secondary indexes, whose writes are billed like table writes
-(and are a large share of EdgeCron's bill: every Task Run update also rewrites its `by_app` and `wake`
-entries). The rules below are the ones in the DynamoDB developer guide ("Item sizes and formats",
+(an index with an ALL projection is rewritten by every update of its items; a KEYS_ONLY one only when
+an item enters, leaves or moves in it). The rules below are the ones in the DynamoDB developer guide ("Item sizes and formats",
 "Read/write capacity units", "Provisioned throughput considerations for GSIs")."""
 
 from __future__ import annotations

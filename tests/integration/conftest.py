@@ -110,6 +110,17 @@ def retire_schedules() -> None:
         schedule.update(actions=[ScheduleModel.due_shard.remove(), ScheduleModel.status.set("PAUSED")])
 
 
+def app_runs(app_id: str) -> list[Any]:
+    """Every Task Run of the App, newest first: the keys-only `by_app` index gives the ids, a
+    consistent batch get the items."""
+    from edgecron.data import runs as run_data
+    from edgecron.data.models import TaskRunModel as R
+
+    ids = [entry.run_id for entry in R.by_app.query(app_id, scan_index_forward=False)]
+    found = {run.run_id: run for run in run_data.get_many(ids)}
+    return [found[run_id] for run_id in ids if run_id in found]
+
+
 @pytest.fixture
 def admin_key() -> str:
     return ADMIN_KEY

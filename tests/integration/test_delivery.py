@@ -268,6 +268,8 @@ def test_the_same_message_twice_gives_one_attempt(app_key: str, receiver: Receiv
 
 
 def test_a_worker_killed_mid_delivery_is_recovered(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    """The claim leaves the run's wake time (due + REDISPATCH_AFTER_SEC) alone: the scan's reconcile
+    wakes the run then, finds its claim expired and makes it deliverable again."""
     ep = make_endpoint(app_key, receiver.url("/crash"))
     fixed = clock.FixedClock(datetime.now(UTC))
     clock.set_clock(fixed)
@@ -277,16 +279,58 @@ def test_a_worker_killed_mid_delivery_is_recovered(app_key: str, receiver: Recei
     drain_queues()  # the message is gone with the dead worker
     claimed = run_data.claim(str(run["id"]), clock.to_ms(fixed.now()))  # the worker claimed, then died
     assert claimed is not None
+    stored = run_data.get(str(run["id"]), consistent=True)
+    assert stored is not None and stored.wake_at == int(stored.deliver_at) + 300_000  # not moved
     assert get_run(app_key, run["id"])["status"] == "running"
     invoke("scan", {"detail": {}})  # claim not expired yet: nothing happens
     assert pump.deliveries() == 0
     fixed.advance(61)
-    invoke("scan", {"detail": {}})
+    invoke("scan", {"detail": {}})  # claim expired, but the run's wake time is not in the window yet
+    assert pump.deliveries() == 0 and get_run(app_key, run["id"])["status"] == "running"
+    fixed.advance(300 - 70 - 61)  # the wake time enters the scan's look-ahead window
+    report = invoke("scan", {"detail": {}})
+    assert report["claims_released"] == 1, report
     pump.deliveries()
     final = get_run(app_key, run["id"])
     assert final["status"] == "success"
     assert len(receiver.received("/crash")) == 1
     assert [a["status_code"] for a in attempts(app_key, run["id"])] == [200]  # one per HTTP call
+    done = run_data.get(str(run["id"]), consistent=True)
+    assert done is not None and done.wake_at is None and done.wake_shard is None  # out of the index
+
+
+def test_a_claim_that_outlives_the_wake_time_is_looked_at_again_when_it_expires(
+    app_key: str, receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rare path: a claim longer than the look-ahead, taken late (its message came back after the
+    run's wake time). The scan moves the wake time to the claim's expiry instead of releasing it, and
+    releases it once it expired (the worker died and its message is gone)."""
+    from edgecron.config import get_settings
+    from tests.integration.conftest import drain_queues
+
+    monkeypatch.setattr(get_settings(), "claim_sec", 600)
+    ep = make_endpoint(app_key, receiver.url("/late-claim"))
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    run = create_run(app_key, ep["id"])
+    run_id = str(run["id"])
+    drain_queues()
+    fixed.advance(290)  # a worker claims just before the run's wake time, then dies
+    claimed = run_data.claim(run_id, clock.to_ms(fixed.now()))
+    assert claimed is not None and claimed.claim_expires_at == clock.to_ms(fixed.now()) + 600_000
+    report = invoke("scan", {"detail": {}})  # woken: claimed, not expired, beyond the window
+    assert report["claims_released"] == 0 and report["runs_enqueued"] == 0, report
+    stored = run_data.get(run_id, consistent=True)
+    assert stored is not None and stored.wake_at == claimed.claim_expires_at
+    fixed.advance(300)
+    report = invoke("scan", {"detail": {}})  # the claim's expiry is not in the window yet
+    assert report["claims_released"] == 0 and pump.deliveries() == 0
+    fixed.advance(301)
+    report = invoke("scan", {"detail": {}})
+    assert report["claims_released"] == 1, report
+    pump.deliveries()
+    assert get_run(app_key, run_id)["status"] == "success"
+    assert len(receiver.received("/late-claim")) == 1
 
 
 def test_a_batch_is_delivered_concurrently(app_key: str, receiver: Receiver, pump: Pump) -> None:

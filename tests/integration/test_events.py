@@ -18,7 +18,7 @@ from edgecron.data import runs as run_data
 from edgecron.data.models import EndpointModel, EventModel, TaskRunModel
 from edgecron.services import events as event_service
 from edgecron.services import fanout
-from tests.integration.conftest import ADMIN_KEY, Pump, drain_queues, new_app, queue
+from tests.integration.conftest import ADMIN_KEY, Pump, app_runs, drain_queues, new_app, queue
 from tests.support.harness import call_api, invoke, sqs_event
 from tests.support.receiver import Receiver
 
@@ -265,13 +265,7 @@ def redeliver_now(pump: Pump, message: dict[str, Any]) -> None:
 
 def event_runs(app_id: str, event_id: str) -> list[TaskRunModel]:
     """Every run of the App created for the Event, whatever its id."""
-    return list(
-        TaskRunModel.by_app.query(
-            app_id,
-            filter_condition=TaskRunModel.source_id == event_id,
-            attributes_to_get=["run_id", "endpoint_id", "source", "status", "app_id", "created_key"],
-        )
-    )
+    return [r for r in app_runs(app_id) if r.source_id == event_id]
 
 
 def crash_step(
@@ -341,7 +335,7 @@ def test_one_event_to_1000_endpoints_makes_exactly_1000_runs(
     assert {r.endpoint_id for r in runs} == matching
     assert all(r.run_id == event_service.run_id_for(event["id"], r.endpoint_id) for r in runs)
     assert all(r.source == "event" and r.status == "pending" for r in runs)
-    assert list(TaskRunModel.by_app.query(other_app)) == []
+    assert app_runs(other_app) == []
     assert sent >= 1000  # every run was enqueued at least once (the worker's claim absorbs repeats)
 
     stored = event_data.get(app_id, event["id"], consistent=True)
@@ -452,7 +446,7 @@ def test_another_app_cannot_see_events_and_never_receives_them(receiver: Receive
         "Attributes": {},
     }
     assert invoke("fanout", sqs_event([forged], queue("FanoutQueue").arn)) == {"batchItemFailures": []}
-    assert len(event_runs(app_a, event["id"])) == 1 and list(TaskRunModel.by_app.query(app_b)) == []
+    assert len(event_runs(app_a, event["id"])) == 1 and app_runs(app_b) == []
 
 
 def test_event_detail_pages_its_deliveries(receiver: Receiver, pump: Pump) -> None:

@@ -18,7 +18,7 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
 from edgecron.services import fire_dispatch, schedules_scan
-from tests.integration.conftest import Pump, new_app
+from tests.integration.conftest import Pump, app_runs, new_app
 from tests.support.harness import call_api, invoke
 from tests.support.receiver import Receiver, Reply
 
@@ -56,7 +56,7 @@ def fires_of(schedule_id: str) -> list[FireModel]:
 
 
 def runs_of(app_id: str, schedule_id: str) -> list[TaskRunModel]:
-    return [r for r in TaskRunModel.by_app.query(app_id) if r.source_id == schedule_id]
+    return [r for r in app_runs(app_id) if r.source_id == schedule_id]
 
 
 def test_create_validates_strictly_and_stores_nothing(app_key: str, other_app_key: str) -> None:
@@ -147,7 +147,7 @@ def test_eight_concurrent_scans_create_each_fire_and_run_once(fixed: clock.Fixed
         fires = fires_of(schedule_id)
         assert [int(f.fire_at) for f in fires] == [fire_at]
         assert fires[0].started_at is not None
-    runs = [r for r in TaskRunModel.by_app.query(app_id) if r.source == "schedule"]
+    runs = [r for r in app_runs(app_id) if r.source == "schedule"]
     assert len(runs) == N_CONCURRENT and len({r.run_id for r in runs}) == N_CONCURRENT
     usage = call_api("GET", "/v1/usage", key=key, query={"month": "2026-06"}).body
     assert usage["schedule"] == N_CONCURRENT

@@ -12,7 +12,7 @@ from pynamodb.attributes import (
     NumberAttribute,
     UnicodeAttribute,
 )
-from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
 from edgecron.config import get_settings
@@ -155,18 +155,24 @@ class FireModel(Model):
 
 
 class WakeIndex(GlobalSecondaryIndex["TaskRunModel"]):
+    """Keys only: a claim or a result then never rewrites the entry (docs/data-model.md); readers
+    fetch the items (data/runs.py::wake_due)."""
+
     class Meta:
         index_name = "wake"
-        projection = AllProjection()
+        projection = KeysOnlyProjection()
 
     wake_shard = UnicodeAttribute(hash_key=True)
     wake_at = NumberAttribute(range_key=True)
 
 
 class ByAppIndex(GlobalSecondaryIndex["TaskRunModel"]):
+    """Keys only: its keys never change, so no update of a run writes to it; the list fetches the
+    items (data/runs.py::list_page)."""
+
     class Meta:
         index_name = "by_app"
-        projection = AllProjection()
+        projection = KeysOnlyProjection()
 
     app_id = UnicodeAttribute(hash_key=True)
     created_key = UnicodeAttribute(range_key=True)

@@ -1,10 +1,13 @@
 """Task Runs: every state change is a conditional write, so two workers, a cancel and a scan never
-both win. The `wake` index (docs/data-model.md) tells the scan when to look at a run again."""
+both win. The `wake` index (docs/data-model.md) tells the scan when to look at a run again.
+
+The `wake` and `by_app` indexes project keys only, so a claim or a result never rewrites their
+entries; their readers (wake_due, list_page) fetch the items by key."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
@@ -16,6 +19,7 @@ from edgecron.data.expiry import expires_at_s, is_alive
 from edgecron.data.models import TaskRunModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain import run_states as st
+from edgecron.domain.run_listing import BATCH_GET_MAX, MAX_KEYS_PER_PAGE, RunFilter, collect_page
 
 M = TaskRunModel
 
@@ -80,7 +84,13 @@ def get_for_app(app_id: str, run_id: str, now_ms: int) -> TaskRunModel | None:
 
 def claim(run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskRunModel | None:
     """Take a due waiting run (or one whose previous claim expired) for one attempt; None if another
-    worker has it, it is finished or cancelled, or it is not due yet."""
+    worker has it, it is finished or cancelled, or it is not due yet.
+
+    The claim leaves `wake_at` alone (moving an index key costs two index writes): an enqueued run
+    wakes at its due time + REDISPATCH_AFTER_SEC, after a claim taken on time has expired, and the
+    scan releases the claim then if the worker died. A claim still valid when the run wakes is looked
+    at again by the next scans, or at its expiry if that is beyond the scan's window
+    (wake_at_claim_expiry)."""
     claim_ms = get_settings().claim_sec * 1000
     run = M(run_id=run_id)
     waiting_and_due = M.status.is_in(*st.WAITING) & (M.deliver_at <= now_ms + early_ms)
@@ -91,7 +101,6 @@ def claim(run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskRunModel | Non
             M.status.set(st.RUNNING),
             M.claim_token.set(uuid.uuid4().hex),
             M.claim_expires_at.set(now_ms + claim_ms),
-            M.wake_at.set(now_ms + claim_ms),
             M.attempt_count.add(1),
             M.total_attempts.add(1),
             M.updated_at.set(now_ms),
@@ -194,6 +203,15 @@ def release_expired_claim(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bo
     )
 
 
+def wake_at_claim_expiry(run: TaskRunModel) -> bool:
+    """The scan woke a run whose claim has not expired yet: look at it again when the claim expires."""
+    return update_if(
+        run,
+        [M.wake_at.set(run.claim_expires_at)],
+        (M.status == st.RUNNING) & (M.claim_token == run.claim_token) & M.wake_shard.exists(),
+    )
+
+
 def drop_from_wake_index(run: TaskRunModel) -> bool:
     return update_if(run, [M.wake_shard.remove(), M.wake_at.remove()], M.status.is_in(*st.TERMINAL))
 
@@ -228,13 +246,48 @@ def replay(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:
     return update_if(run, actions, M.status == st.DEAD_LETTER)
 
 
+def _chunks(values: Iterable[str], size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for value in values:
+        chunk.append(value)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def wake_due(shard: str, until_ms: int | None) -> Iterator[TaskRunModel]:
+    """The runs of `shard` whose wake time is at most `until_ms` (all of them if None), in wake order.
+    The index holds keys only, so the items are read with consistent batch gets; an entry whose run
+    is gone, or whose run left the index or moved past `until_ms` since (the index lags the table),
+    is left out."""
     cond = M.wake_at <= until_ms if until_ms is not None else None
-    yield from M.wake.query(shard, range_key_condition=cond)
+    entries = M.wake.query(shard, range_key_condition=cond)
+    for run_ids in _chunks((entry.run_id for entry in entries), BATCH_GET_MAX):
+        found = {run.run_id: run for run in get_many(run_ids)}
+        for run_id in run_ids:
+            run = found.get(run_id)
+            if (
+                run is not None
+                and run.wake_shard is not None
+                and run.wake_at is not None
+                and (until_ms is None or run.wake_at <= until_ms)
+            ):
+                yield run
 
 
 def _alive(now_ms: int) -> Any:
     return M.expires_at.does_not_exist() | (M.expires_at > now_ms // 1000)
+
+
+def _by_app_key(entry: TaskRunModel) -> dict[str, Any]:
+    """The `by_app` index key of an entry, in LastEvaluatedKey form (what the cursor carries)."""
+    return {
+        "run_id": {"S": entry.run_id},
+        "app_id": {"S": entry.app_id},
+        "created_key": {"S": entry.created_key},
+    }
 
 
 def list_page(
@@ -247,17 +300,29 @@ def list_page(
     endpoint_id: str | None = None,
     source: str | None = None,
     source_id: str | None = None,
+    max_keys: int = MAX_KEYS_PER_PAGE,
 ) -> Page[TaskRunModel]:
-    cond = _alive(now_ms)
-    if status:
-        cond &= M.status == status
-    if endpoint_id:
-        cond &= M.endpoint_id == endpoint_id
-    if source:
-        cond &= M.source == source
-    if source_id:
-        cond &= M.source_id == source_id
-    return query_page(M, app_id, limit, cursor, index=M.by_app, filter_condition=cond)
+    """Up to `limit` of the App's runs matching the filters, newest first. Reads the keys-only
+    `by_app` index in batches, fetches the items (eventually consistent, like the index) and filters
+    them here. The cursor (the index key of the last run returned, or of the last key read) resumes
+    exactly after it; a page stops after `max_keys` index keys even with fewer runs, so a filter that
+    matches little never reads an App's whole history in one request."""
+    wanted = RunFilter(app_id, now_ms, status, endpoint_id, source, source_id)
+
+    def read_keys(start: dict[str, Any] | None, size: int) -> tuple[list[TaskRunModel], Any]:
+        result = M.by_app.query(
+            app_id, scan_index_forward=False, last_evaluated_key=start, limit=size, page_size=size
+        )
+        entries = list(result)
+        return entries, result.last_evaluated_key
+
+    def fetch(entries: list[TaskRunModel]) -> dict[str, TaskRunModel]:
+        return {run.run_id: run for run in get_many([e.run_id for e in entries], consistent=False)}
+
+    items, last_key = collect_page(
+        read_keys, fetch, lambda e: e.run_id, _by_app_key, wanted, limit, cursor, max_keys
+    )
+    return Page(items=items, last_key=last_key)
 
 
 def dead_letters_page(
@@ -288,9 +353,10 @@ def dead_letters_page(
     )
 
 
-def get_many(run_ids: list[str]) -> list[TaskRunModel]:
-    """Strongly consistent batch read (in pages of 100)."""
+def get_many(run_ids: list[str], *, consistent: bool = True) -> list[TaskRunModel]:
+    """Batch read (in pages of 100), strongly consistent unless told; runs that do not exist are
+    left out, and the order is not the order of `run_ids`."""
     out: list[TaskRunModel] = []
-    for start in range(0, len(run_ids), 100):
-        out.extend(M.batch_get(run_ids[start : start + 100], consistent_read=True))
+    for start in range(0, len(run_ids), BATCH_GET_MAX):
+        out.extend(M.batch_get(run_ids[start : start + BATCH_GET_MAX], consistent_read=consistent))
     return out

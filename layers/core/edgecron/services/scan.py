@@ -42,7 +42,8 @@ def run_scan(now: datetime, *, rebuild: bool = False) -> ScanReport:
 
 
 def dispatch_runs(now: datetime, report: ScanReport, *, rebuild: bool = False) -> None:
-    """Walk the wake index: enqueue due waiting runs, release expired claims, drop stale entries."""
+    """Walk the wake index: enqueue due waiting runs, release expired claims (a worker died and its
+    message is gone), drop stale entries."""
     settings = get_settings()
     now_ms = clock.to_ms(now)
     horizon = now_ms + settings.lookahead_sec * 1000
@@ -53,11 +54,16 @@ def dispatch_runs(now: datetime, report: ScanReport, *, rebuild: bool = False) -
             if run.status in st.TERMINAL:
                 report.stale_index_entries += run_data.drop_from_wake_index(run)
             elif run.status == st.RUNNING:
-                if run.claim_expires_at is not None and run.claim_expires_at < now_ms:
+                expires = run.claim_expires_at
+                if expires is not None and expires < now_ms:
                     wake = now_ms + settings.redispatch_after_sec * 1000
                     if run_data.release_expired_claim(run, now_ms, wake):
                         report.claims_released += 1
                         to_send.append((run, DeliveryMessage(run.run_id, run.app_id)))
+                elif expires is not None and expires > horizon:
+                    # claims leave wake_at alone; one that outlives this window is looked at again
+                    # when it expires (within the window, the next scan sees the run anyway)
+                    run_data.wake_at_claim_expiry(run)
             elif schedules_scan.is_late_first_delivery(run, now_ms):
                 late.append(run)  # its message was lost long enough for the fire to count as missed
             elif run.deliver_at <= horizon:

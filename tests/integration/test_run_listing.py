@@ -1,0 +1,131 @@
+"""GET /v1/task-runs over the keys-only `by_app` index: filters applied to the fetched items, pages
+newest first, every run exactly once, cursors that resume where the last page stopped."""
+
+from __future__ import annotations
+
+import random
+
+from edgecron import clock
+from edgecron.data import runs as run_data
+from edgecron.data.models import TaskRunModel
+from edgecron.domain import run_states as st
+from tests.integration.conftest import new_app
+from tests.support.harness import call_api
+
+STATUSES = [st.PENDING, st.SUCCESS, st.FAILED, st.CANCELLED]
+SOURCES = ["direct", "event", "schedule"]
+
+
+def seed_runs(app_id: str, n: int, base_ms: int) -> list[TaskRunModel]:
+    """n runs created one millisecond apart (the index orders them), with mixed attributes; one in
+    ten has expired. Returned newest first, like the list."""
+    rng = random.Random(11)
+    runs = []
+    for i in range(n):
+        created = base_ms + i
+        run = run_data.new_run(
+            run_id=f"run_{app_id[-8:]}{i:05d}",
+            app_id=app_id,
+            endpoint_id=rng.choice(["ep_A", "ep_B"]),
+            source=rng.choice(SOURCES),
+            source_id=None,
+            payload={"i": i},
+            deliver_at_ms=created,
+            wake_at_ms=created,
+            now_ms=created,
+        )
+        run.status = rng.choice(STATUSES)
+        run.wake_shard = None  # finished runs are out of the wake index; keep these out of the scan
+        run.wake_at = None
+        if i % 10 == 3:
+            run.expires_at = created // 1000 - 1
+        assert run_data.put_new(run)
+        runs.append(run)
+    return runs[::-1]
+
+
+def listed_pages(key: str, query: dict[str, str]) -> list[list[dict[str, object]]]:
+    pages = []
+    cursor = None
+    while True:
+        resp = call_api(
+            "GET", "/v1/task-runs", key=key, query={**query, **({"cursor": cursor} if cursor else {})}
+        )
+        assert resp.status == 200, resp.body
+        pages.append(resp.body["data"])
+        cursor = resp.body["next_cursor"]
+        if cursor is None:
+            return pages
+        assert len(pages) < 200
+
+
+def test_the_index_projects_keys_only() -> None:
+    app_id, _ = new_app("keys-only")
+    now_ms = clock.to_ms(clock.now())
+    seed_runs(app_id, 1, now_ms)
+    (entry,) = TaskRunModel.by_app.query(app_id)
+    assert entry.run_id and entry.created_key and entry.status is None and entry.payload is None
+
+
+def test_filtered_lists_page_newest_first_with_every_run_once() -> None:
+    app_id, key = new_app("listing")
+    other_id, other_key = new_app("listing-other")
+    now_ms = clock.to_ms(clock.now())
+    runs = seed_runs(app_id, 230, now_ms - 60_000)
+    seed_runs(other_id, 20, now_ms - 60_000)
+    alive = [r for r in runs if r.expires_at > now_ms // 1000]
+    cases: list[dict[str, str]] = [
+        {"limit": "25"},
+        {"limit": "7", "status": "failed"},
+        {"limit": "10", "status": "success", "endpoint_id": "ep_B"},
+        {"limit": "4", "source": "schedule", "status": "pending"},
+        {"limit": "100", "endpoint_id": "ep_A", "source": "event"},
+        {"limit": "5", "endpoint_id": "ep_NONE"},
+    ]
+    for query in cases:
+        expected = [
+            r.run_id
+            for r in alive
+            if all(getattr(r, name) == value for name, value in query.items() if name != "limit")
+        ]
+        pages = listed_pages(key, query)
+        got = [item["id"] for page in pages for item in page]
+        assert got == expected, query  # every matching run once, newest first
+        assert all(len(page) <= int(query["limit"]) for page in pages)
+        if len(expected) > int(query["limit"]):
+            assert len(pages) > 1, query
+        for page in pages:
+            for item in page:
+                assert all(item[name] == value for name, value in query.items() if name != "limit")
+                assert "payload" not in item or item["payload"] is None
+    other = [item["id"] for page in listed_pages(other_key, {"limit": "50"}) for item in page]
+    assert len(other) == 18 and not set(other) & {r.run_id for r in runs}  # tenant isolation
+
+
+def test_a_page_stops_after_its_key_budget_and_resumes_after_it() -> None:
+    app_id, _ = new_app("budget")
+    now_ms = clock.to_ms(clock.now())
+    runs = seed_runs(app_id, 120, now_ms - 60_000)
+    wanted = [r.run_id for r in runs if r.status == st.FAILED and r.expires_at > now_ms // 1000]
+    pages, cursor = [], None
+    while True:
+        page = run_data.list_page(app_id, 3, cursor, now_ms, status=st.FAILED, max_keys=15)
+        pages.append([r.run_id for r in page.items])
+        cursor = page.last_key
+        if cursor is None:
+            break
+        assert set(cursor) == {"run_id", "app_id", "created_key"} and cursor["app_id"] == {"S": app_id}
+    assert [run_id for page in pages for run_id in page] == wanted
+    assert len(pages) >= 120 // 15  # no page read more than 15 index keys
+    assert any(len(page) < 3 for page in pages[:-1])  # some stopped on the budget, not on the limit
+
+
+def test_a_run_listed_reflects_its_latest_state() -> None:
+    """The index entry does not change when the run does: the list shows the item as it is now."""
+    app_id, key = new_app("fresh")
+    now_ms = clock.to_ms(clock.now())
+    (run,) = seed_runs(app_id, 1, now_ms - 1_000)
+    run.update(actions=[TaskRunModel.status.set(st.DEAD_LETTER)])
+    listed = call_api("GET", "/v1/task-runs", key=key, query={"status": "dead_letter"}).body["data"]
+    assert [r["id"] for r in listed] == [run.run_id]
+    assert call_api("GET", "/v1/task-runs", key=key, query={"status": st.PENDING}).body["data"] == []

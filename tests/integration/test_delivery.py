@@ -267,9 +267,32 @@ def test_the_same_message_twice_gives_one_attempt(app_key: str, receiver: Receiv
     assert len(attempts(app_key, run["id"])) == 1
 
 
-def test_a_worker_killed_mid_delivery_is_recovered(app_key: str, receiver: Receiver, pump: Pump) -> None:
-    """The claim leaves the run's wake time (due + REDISPATCH_AFTER_SEC) alone: the scan's reconcile
-    wakes the run then, finds its claim expired and makes it deliverable again."""
+class WorkerDied(BaseException):
+    """Stands for a Lambda runtime killed mid-invocation: nothing after the HTTP call runs."""
+
+
+def _deliver_then_die(run_id: str, monkeypatch: pytest.MonkeyPatch, *, after_record: bool = False) -> None:
+    """Run the real delivery of `run_id` (claim, signed HTTP call) and die before its result is stored:
+    before the Attempt is recorded, or (`after_record`) between the Attempt and the run's update."""
+    from edgecron.services import delivery
+
+    target = (delivery.run_data, "finish") if after_record else (delivery, "_record")
+
+    def die(*args: object, **kwargs: object) -> None:
+        raise WorkerDied
+
+    with monkeypatch.context() as patch:
+        patch.setattr(*target, die)
+        with pytest.raises(WorkerDied):
+            delivery.deliver(run_id)
+
+
+def test_a_worker_killed_mid_delivery_is_recovered(
+    app_key: str, receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker sent the request and died with its message: the claim leaves the run's wake time
+    (due + REDISPATCH_AFTER_SEC) alone, the scan's reconcile wakes the run then, finds its claim expired,
+    records the lost attempt and makes the run deliverable again."""
     ep = make_endpoint(app_key, receiver.url("/crash"))
     fixed = clock.FixedClock(datetime.now(UTC))
     clock.set_clock(fixed)
@@ -277,11 +300,12 @@ def test_a_worker_killed_mid_delivery_is_recovered(app_key: str, receiver: Recei
     from tests.integration.conftest import drain_queues
 
     drain_queues()  # the message is gone with the dead worker
-    claimed = run_data.claim(str(run["id"]), clock.to_ms(fixed.now()))  # the worker claimed, then died
-    assert claimed is not None
+    _deliver_then_die(str(run["id"]), monkeypatch)
+    assert len(receiver.received("/crash")) == 1  # the request went out
     stored = run_data.get(str(run["id"]), consistent=True)
     assert stored is not None and stored.wake_at == int(stored.deliver_at) + 300_000  # not moved
     assert get_run(app_key, run["id"])["status"] == "running"
+    assert attempts(app_key, run["id"]) == []
     invoke("scan", {"detail": {}})  # claim not expired yet: nothing happens
     assert pump.deliveries() == 0
     fixed.advance(61)
@@ -290,13 +314,57 @@ def test_a_worker_killed_mid_delivery_is_recovered(app_key: str, receiver: Recei
     fixed.advance(300 - 70 - 61)  # the wake time enters the scan's look-ahead window
     report = invoke("scan", {"detail": {}})
     assert report["claims_released"] == 1, report
+    report = invoke("scan", {"detail": {}})  # a second scan changes nothing
+    assert report["claims_released"] == 0, report
     pump.deliveries()
     final = get_run(app_key, run["id"])
-    assert final["status"] == "success"
-    assert len(receiver.received("/crash")) == 1
-    assert [a["status_code"] for a in attempts(app_key, run["id"])] == [200]  # one per HTTP call
+    assert final["status"] == "success" and final["attempt_count"] == 2
+    assert len(receiver.received("/crash")) == 2
+    history = attempts(app_key, run["id"])  # one Attempt per HTTP call
+    assert [(a["attempt_number"], a["status_code"], a["error_kind"]) for a in history] == [
+        (1, None, "worker_lost"),
+        (2, 200, None),
+    ]
+    assert "may or may not have reached the endpoint" in str(history[0]["error"])
     done = run_data.get(str(run["id"]), consistent=True)
     assert done is not None and done.wake_at is None and done.wake_shard is None  # out of the index
+    assert done.claimed_from is None
+
+
+@pytest.mark.parametrize("after_record", [False, True], ids=["before-record", "after-record"])
+def test_a_redelivered_message_takes_over_an_expired_claim(
+    after_record: bool, app_key: str, receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On AWS the dead worker's message comes back after the visibility timeout and a worker takes the
+    expired claim over: it records the lost attempt, unless the dead worker had recorded it already."""
+    ep = make_endpoint(app_key, receiver.url("/takeover"))
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    run = create_run(app_key, ep["id"])
+    run_id = str(run["id"])
+    from tests.integration.conftest import drain_queues
+
+    drain_queues()
+    _deliver_then_die(run_id, monkeypatch, after_record=after_record)
+    message = {
+        "MessageId": "m1",
+        "ReceiptHandle": "r1",
+        "Body": json.dumps({"run_id": run_id, "app_id": "ignored"}),
+        "Attributes": {},
+    }
+    queue = "arn:aws:sqs:us-east-1:123456789012:q"
+    assert invoke("worker", sqs_event([message], queue)) == {"batchItemFailures": []}
+    assert len(receiver.received("/takeover")) == 1  # the claim is still held: the message is dropped
+    fixed.advance(61)  # the visibility timeout is longer than the claim: the claim has expired
+    assert invoke("worker", sqs_event([message], queue)) == {"batchItemFailures": []}
+    assert get_run(app_key, run_id)["status"] == "success"
+    assert len(receiver.received("/takeover")) == 2
+    history = attempts(app_key, run_id)
+    first = (1, 200, None) if after_record else (1, None, "worker_lost")
+    assert [(a["attempt_number"], a["status_code"], a["error_kind"]) for a in history] == [
+        first,
+        (2, 200, None),
+    ]
 
 
 def test_a_claim_that_outlives_the_wake_time_is_looked_at_again_when_it_expires(

@@ -14,6 +14,7 @@ DELIVERY_SUCCEEDED = "DeliverySucceeded"
 DELIVERY_FAILED = "DeliveryFailed"
 RETRY_SCHEDULED = "RetryScheduled"
 DEAD_LETTERED = "DeadLettered"
+ATTEMPTS_LOST = "AttemptsLost"  # a worker died mid-attempt; the next claim recorded it
 ATTEMPT_LATENCY_MS = "AttemptLatencyMs"
 FIRE_LAG_MS = "FireLagMs"
 FIRES = "Fires"

@@ -210,6 +210,7 @@ class TaskRunModel(Model):
     wake_at = NumberAttribute(null=True)
     claim_token = UnicodeAttribute(null=True)
     claim_expires_at = NumberAttribute(null=True)
+    claimed_from = UnicodeAttribute(null=True)  # the status the last claim took the run from
     last_error = UnicodeAttribute(null=True)
     last_error_kind = UnicodeAttribute(null=True)
     last_status_code = NumberAttribute(null=True)

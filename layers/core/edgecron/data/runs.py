@@ -98,6 +98,9 @@ def claim(run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskRunModel | Non
     claimed = update_if(
         run,
         [
+            # first: DynamoDB reads the old status whatever the order, moto in the order given.
+            # "running" means a worker died holding the run, and its attempt was never recorded
+            M.claimed_from.set(M.status),
             M.status.set(st.RUNNING),
             M.claim_token.set(uuid.uuid4().hex),
             M.claim_expires_at.set(now_ms + claim_ms),
@@ -123,6 +126,7 @@ def _terminal_actions(status: str, now_ms: int) -> list[Any]:
         M.wake_at.remove(),
         M.claim_token.remove(),
         M.claim_expires_at.remove(),
+        M.claimed_from.remove(),
         M.next_retry_at.remove(),
     ]
 

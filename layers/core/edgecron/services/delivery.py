@@ -25,6 +25,7 @@ from edgecron.domain.retry import DEFAULT_POLICY
 from edgecron.domain.signing import webhook_headers
 from edgecron.observability import (
     ATTEMPT_LATENCY_MS,
+    ATTEMPTS_LOST,
     DEAD_LETTERED,
     DELIVERY_FAILED,
     DELIVERY_SUCCEEDED,
@@ -68,6 +69,8 @@ def deliver(run_id: str) -> DeliveryReport:
     run = run_data.claim(run_id, now_ms, early_ms=EARLY_MS)
     if run is None:
         return _not_claimed(run_id, now_ms)
+    if run.claimed_from == st.RUNNING:  # took over an expired claim: its worker died mid-attempt
+        record_lost_attempt(run, int(run.total_attempts) - 1, int(run.attempt_count) - 1, now_ms)
     if run.source == "schedule" and run.fire_at is not None and run.total_attempts == 1:
         millis(FIRE_LAG_MS, max(0, now_ms - int(run.fire_at)))
     endpoint = endpoint_data.get(run.app_id, run.endpoint_id)
@@ -150,6 +153,37 @@ def _record(
             expires_at=expires_at_s(started_ms),
         )
     )
+
+
+LOST_ATTEMPT_ERROR = (
+    "the worker making this attempt stopped before it recorded a result (its claim expired); "
+    "the request may or may not have reached the endpoint"
+)
+
+
+def record_lost_attempt(run: TaskRunModel, seq: int, attempt_no: int, now_ms: int) -> None:
+    """History has one Attempt per HTTP call: a worker that died mid-call left none, so the one that
+    takes the run over records it, unless the dead worker got as far as recording it itself."""
+    if seq < 1 or attempt_no < 1:
+        return
+    attempt_data.put(
+        AttemptModel(
+            run_id=run.run_id,
+            seq=seq,
+            app_id=run.app_id,
+            attempt_no=attempt_no,
+            series=int(run.series),
+            request_id=uuid.uuid4().hex,
+            status_code=None,
+            latency_ms=0,
+            error=LOST_ATTEMPT_ERROR,
+            error_kind="worker_lost",
+            outcome="retry",
+            started_at=now_ms,
+            expires_at=expires_at_s(now_ms),
+        )
+    )
+    count(ATTEMPTS_LOST)
 
 
 def _conclude(

@@ -16,6 +16,7 @@ from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
 from edgecron.observability import SCAN_DURATION_MS, logger, millis
 from edgecron.services import schedules_scan
+from edgecron.services.delivery import record_lost_attempt
 
 
 @dataclass
@@ -59,6 +60,7 @@ def dispatch_runs(now: datetime, report: ScanReport, *, rebuild: bool = False) -
                     wake = now_ms + settings.redispatch_after_sec * 1000
                     if run_data.release_expired_claim(run, now_ms, wake):
                         report.claims_released += 1
+                        record_lost_attempt(run, int(run.total_attempts), int(run.attempt_count), now_ms)
                         to_send.append((run, DeliveryMessage(run.run_id, run.app_id)))
                 elif expires is not None and expires > horizon:
                     # claims leave wake_at alone; one that outlives this window is looked at again

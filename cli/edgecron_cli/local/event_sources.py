@@ -17,6 +17,7 @@ from croniter import croniter
 
 from edgecron_cli.local.intrinsics import ACCOUNT_ID, REGION, STACK_NAME, TemplateError
 from edgecron_cli.local.lambda_runtime import Container
+from edgecron_cli.local.moto_server import QueueWaiter
 from edgecron_cli.local.template import ScheduleEvent, SqsEvent
 
 log = logging.getLogger("edgecron_cli.local")
@@ -76,10 +77,11 @@ def scheduled_event(rule_name: str, fire_time: datetime) -> dict[str, Any]:
     }
 
 
-# moto's long poll wakes on new messages only, not when a delayed one becomes visible; so the first
-# poller of each queue polls short and often (a message due at second N is seen within ~50 ms of N)
-# while the others long-poll for bursts, which keeps the load on moto low.
+# Pollers wait on a QueueWaiter (moto_server.py), which wakes them when a message becomes visible, then
+# receive without waiting. If a receive finds nothing although a message was visible (another poller was
+# faster, or the message went to the DLQ), the poller pauses this long, so that it never spins.
 _IDLE_POLL_SEC = 0.05
+_WAIT_SEC = 1.0
 
 
 class ScheduleSource:
@@ -171,10 +173,10 @@ class SqsPoller:
         sqs: Any,
         stop: threading.Event,
         *,
-        short_poll: bool = False,
+        waiter: QueueWaiter | None = None,
     ) -> None:
         self.name = f"sqs-{event.name}-{container.name}"
-        self._short_poll = short_poll
+        self._waiter = waiter
         self._container = container
         self._event = event
         self._queue_url = queue_url
@@ -191,16 +193,19 @@ class SqsPoller:
                 self._stopping.wait(1)
 
     def _poll_once(self) -> None:
+        visible = self._waiter.wait(_WAIT_SEC) if self._waiter is not None else None
+        if visible is False or self._stopping.is_set():
+            return
         messages = self._sqs.receive_message(
             QueueUrl=self._queue_url,
             MaxNumberOfMessages=min(self._event.batch_size, _SQS_MAX_BATCH),
-            WaitTimeSeconds=0 if self._short_poll else 1,
+            WaitTimeSeconds=0 if visible else 1,
             AttributeNames=["All"],
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
         ).get("Messages", [])
         if not messages:
-            if self._short_poll:
+            if visible:
                 self._stopping.wait(_IDLE_POLL_SEC)
             return
         invocation = self._container.invoke({"Records": [sqs_record(m, self._queue_arn) for m in messages]})

@@ -149,6 +149,9 @@ def _response(invocation: Invocation) -> tuple[int, list[tuple[str, str]], bytes
 class _RequestHandler(BaseHTTPRequestHandler):
     server: Gateway
     protocol_version = "HTTP/1.1"  # keep-alive, as clients reusing a session expect
+    # The headers and the body go out in two sends: without TCP_NODELAY, a keep-alive client waits
+    # for a delayed ACK (about 40 ms on Linux) before it sees the body of every response.
+    disable_nagle_algorithm = True
 
     def _handle(self) -> None:
         length = int(self.headers.get("content-length") or 0)

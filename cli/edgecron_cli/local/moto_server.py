@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
 import os
+import re
 import threading
+import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
+import botocore.handlers
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+from botocore.exceptions import ClientError
+from moto import backend_index, backends
+from moto.core.botocore_stubber import MockRawResponse
+from moto.core.request import normalize_request
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.utilities import dynamo_json_dump
 from moto.kms.models import kms_backends
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from moto.sqs.models import sqs_backends
+from werkzeug.exceptions import HTTPException
 from werkzeug.serving import make_server
 
+from edgecron_cli.local import moto_speedups
 from edgecron_cli.local.intrinsics import ACCOUNT_ID, REGION
+
+log = logging.getLogger("edgecron_cli.local")
 
 HOST = "127.0.0.1"
 DEFAULT_AWS_PORT = 4567
@@ -29,6 +44,8 @@ LOCAL_OVERRIDES = {
     "ALLOWED_ONLY": "true",  # the local stack reaches loopback receivers and nothing else
     # a lost message is noticed after a minute locally (5 min on AWS); tests may shorten it
     "REDISPATCH_AFTER_SEC": os.environ.get("EDGECRON_LOCAL_REDISPATCH_AFTER_SEC", "60"),
+    # how long a worker's claim holds (template: 60 s); tests of a killed worker shorten it
+    "CLAIM_SEC": os.environ.get("EDGECRON_LOCAL_CLAIM_SEC", "60"),
 }
 _STATEFUL_TARGETS = ("DynamoDB_20120810.", "secretsmanager.")
 _READ_ACTIONS = ("Get", "BatchGet", "Query", "Scan", "Describe", "List", "TransactGet")
@@ -50,39 +67,158 @@ class ChangeCounter:
         return self._value
 
 
-class _WriteTracker:
-    """WSGI middleware: bump the counter on every DynamoDB or Secrets Manager call that is not a read,
-    and let moto answer one call at a time. DynamoDB applies each conditional write atomically; moto
-    does not within one call, so two workers claiming the same run at once could both win."""
+_T = TypeVar("_T")
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], changes: ChangeCounter) -> None:
-        self._app = app
-        self._changes = changes
+
+class MotoGate:
+    """What every call to moto goes through, over HTTP or in process: change counting and atomicity.
+
+    DynamoDB applies each conditional write atomically; moto does not within one call, so two workers
+    claiming the same run at once could both win. So moto answers one call at a time, except
+    ReceiveMessage: a long poll must not hold the others up (and SQS may deliver a message twice anyway).
+    """
+
+    def __init__(self) -> None:
+        self.changes = ChangeCounter()
         self._atomic = threading.Lock()
+
+    def call(self, target: str, operation: str, answer: Callable[[], _T]) -> _T:
+        """Run `answer` (moto handling one request) under the rules; `target` is the X-Amz-Target header."""
+        for prefix in _STATEFUL_TARGETS:
+            if target.startswith(prefix) and not target[len(prefix) :].startswith(_READ_ACTIONS):
+                self.changes.bump()
+        if operation == "ReceiveMessage":
+            return answer()
+        with self._atomic:
+            return answer()
+
+
+class _WriteTracker:
+    """WSGI middleware: moto's HTTP server goes through the gate (for the AWS CLI, tests, other processes)."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], gate: MotoGate) -> None:
+        self._app = app
+        self._gate = gate
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
-        for prefix in _STATEFUL_TARGETS:
-            if target.startswith(prefix) and not target[len(prefix) :].startswith(_READ_ACTIONS):
-                self._changes.bump()
-        if environ.get("QUERY_STRING", "").startswith("Action=ReceiveMessage") or "ReceiveMessage" in target:
-            return self._app(environ, start_response)  # long polls must not hold the lock
-        with self._atomic:
-            return list(self._app(environ, start_response))
+        query = str(environ.get("QUERY_STRING", ""))
+        operation = target.rpartition(".")[2] if target else _query_action(query)
+        return self._gate.call(target, operation, lambda: list(self._app(environ, start_response)))
+
+
+def _query_action(query: str) -> str:
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if name == "Action":
+            return value
+    return ""
+
+
+class _NoDelayRequestHandler(MotoRequestHandler):
+    """Werkzeug writes a response's headers and body in two sends: without TCP_NODELAY, a keep-alive
+    client (botocore) waits for a delayed ACK, about 40 ms on Linux, on every call."""
+
+    disable_nagle_algorithm = True
+
+
+_Route = tuple["re.Pattern[str]", Callable[[Any, str, Any], Any]]
+_CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,\s]+/\d{8}/([^/,\s]+)/([^/,\s]+)/aws4_request")
+
+
+class InProcessTransport:
+    """A botocore `before-send` hook: a call to this process's moto server is answered by moto's handler
+    directly, in the calling thread, through the same gate as an HTTP request.
+
+    The handlers and pollers run in the stack's process, so going through a socket, werkzeug's thread
+    per connection and Flask's routing only burned CPU (most of the stack's, and the GIL is shared with
+    moto). moto gets the same request as over HTTP (same URL, headers and body), so queue URLs, regions
+    and accounts come out as they would from the server. A call this hook cannot route goes over HTTP.
+    """
+
+    def __init__(self, endpoint_url: str, gate: MotoGate) -> None:
+        self._root = endpoint_url.rstrip("/")
+        self._gate = gate
+        self._routes: dict[str, list[_Route]] = {}
+        self._routes_lock = threading.Lock()
+
+    def __call__(
+        self, request: AWSPreparedRequest, event_name: str = "", **kwargs: Any
+    ) -> AWSResponse | None:
+        url = str(request.url)
+        if not (url == self._root or url.startswith((self._root + "/", self._root + "?"))):
+            return None
+        scope = _CREDENTIAL_SCOPE.search(_header(request, "Authorization"))
+        if scope is None:
+            return None
+        path = urlsplit(url).path or "/"
+        handler = next(
+            (h for pattern, h in self._routes_for(scope.group(2)) if pattern.fullmatch(path)), None
+        )
+        if handler is None:
+            return None
+        operation = event_name.rpartition(".")[2]
+        status, headers, body = self._gate.call(
+            _header(request, "X-Amz-Target"), operation, lambda: _answer(handler, request)
+        )
+        return AWSResponse(url, int(status), headers, MockRawResponse(body))  # type: ignore[arg-type]
+
+    def _routes_for(self, signing_name: str) -> list[_Route]:
+        with self._routes_lock:
+            routes = self._routes.get(signing_name)
+            if routes is None:
+                routes = self._routes[signing_name] = _routes(signing_name)
+            return routes
+
+
+def _routes(signing_name: str) -> list[_Route]:
+    """moto's URL paths and handlers of the service that signs as `signing_name` (none if unknown)."""
+    host = f"https://{signing_name}.{REGION}.amazonaws.com"
+    for service, pattern in backend_index.backend_url_patterns:
+        if pattern.match(host):
+            backend = backends.get_backend(service)[ACCOUNT_ID][REGION]  # type: ignore[call-overload]
+            return [(re.compile(path), handler) for path, handler in backend.url_paths.items()]
+    return []
+
+
+def _header(request: AWSPreparedRequest, name: str) -> str:
+    value = request.headers.get(name)
+    return value.decode() if isinstance(value, bytes) else str(value or "")
+
+
+def _answer(handler: Callable[[Any, str, Any], Any], request: AWSPreparedRequest) -> tuple[int, Any, Any]:
+    """What moto's Flask app would answer: moto's errors are responses, any other exception a 500."""
+    normalized = normalize_request(request)
+    try:
+        result = handler(normalized, normalized.raw_url, dict(normalized.headers))
+    except HTTPException as exc:
+        return int(exc.code or 500), exc.get_headers(), exc.get_body()  # type: ignore[call-arg]
+    except ClientError as exc:
+        return 400, {}, exc.response["Error"]["Message"]
+    except Exception:
+        log.exception("moto failed to answer %s", request.url)
+        return 500, {}, b"Internal Server Error"
+    if len(result) == 3:
+        status, headers, body = result
+        return int(status), headers, body
+    return 200, {}, result
 
 
 class LocalMotoServer(ThreadedMotoServer):
-    """ThreadedMotoServer with the write tracker in front of moto's WSGI app."""
+    """ThreadedMotoServer with the gate in front of moto's WSGI app, and an in-process transport for the
+    botocore clients of this process (installed by `serve_in_process`)."""
 
     def __init__(self, port: int) -> None:
         super().__init__(ip_address=HOST, port=port, verbose=False)
-        self.changes = ChangeCounter()
+        self.gate = MotoGate()
+        self.changes = self.gate.changes
+        self._transport: InProcessTransport | None = None
 
     def _server_entry(self) -> None:
-        app = _WriteTracker(DomainDispatcherApplication(create_backend_app), self.changes)
+        app = _WriteTracker(DomainDispatcherApplication(create_backend_app), self.gate)
         try:
             self._server = make_server(
-                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+                self._ip_address, self._port, app, True, request_handler=_NoDelayRequestHandler
             )
         finally:  # werkzeug exits the thread when the port is taken: never leave start() waiting
             self._server_ready_event.set()
@@ -91,6 +227,19 @@ class LocalMotoServer(ThreadedMotoServer):
     @property
     def listening(self) -> bool:
         return self._server is not None
+
+    def serve_in_process(self) -> None:
+        """From now on, botocore sessions created in this process answer calls to this server in process."""
+        if self._transport is None:
+            self._transport = InProcessTransport(self.endpoint_url, self.gate)
+            botocore.handlers.BUILTIN_HANDLERS.append(("before-send", self._transport))
+
+    def stop(self) -> None:
+        if self._transport is not None:
+            with contextlib.suppress(ValueError):
+                botocore.handlers.BUILTIN_HANDLERS.remove(("before-send", self._transport))
+            self._transport = None
+        super().stop()
 
     @property
     def endpoint_url(self) -> str:
@@ -101,11 +250,56 @@ class LocalMotoServer(ThreadedMotoServer):
 def start_moto(port: int = DEFAULT_AWS_PORT) -> LocalMotoServer:
     """Start moto on 127.0.0.1:`port` (0 picks a free port); its per-request log lines are silenced."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    moto_speedups.install()
     server = LocalMotoServer(port)
     server.start()
     if not server.listening:
         raise OSError(errno.EADDRINUSE, "address in use")
+    server.serve_in_process()
     return server
+
+
+class QueueWaiter:
+    """Tells an SQS poller when a message of a queue can be received, by watching moto's queue in process.
+
+    moto's long poll wakes only when a message is sent, not when a delayed or in-flight one becomes
+    visible, and every waiting poll rescans the queue on every message sent. Pollers wait here instead:
+    on moto's own condition (notified on every send), with a timeout set to the moment the next delayed
+    or in-flight message becomes visible. Receiving still goes through ReceiveMessage.
+    """
+
+    def __init__(self, queue_url: str) -> None:
+        self._name = queue_url.rstrip("/").rpartition("/")[2]
+
+    def wait(self, timeout: float) -> bool | None:
+        """True as soon as a message is visible; False after `timeout` s without one; None if the queue
+        cannot be watched (then the poller long-polls)."""
+        queue = sqs_backends[ACCOUNT_ID][REGION].queues.get(self._name)
+        if queue is None:
+            return None
+        deadline = time.monotonic() + timeout
+        with queue._messages_lock:
+            while True:
+                ready_at = _next_visible_ms(queue._messages)
+                now_ms = time.time() * 1000
+                if ready_at is not None and ready_at < now_ms:
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                if ready_at is not None:  # wake just after it becomes visible (moto compares with >)
+                    remaining = min(remaining, (ready_at - now_ms) / 1000 + 0.002)
+                queue._messages_lock.wait(remaining)
+
+
+def _next_visible_ms(messages: list[Any]) -> float | None:
+    """When the first of these moto messages is (or was) visible and not delayed, in Unix ms."""
+    ready: float | None = None
+    for message in list(messages):
+        at = max(message.visible_at, message.delayed_until)
+        if ready is None or at < ready:
+            ready = at
+    return ready
 
 
 def table_items(table_name: str) -> list[dict[str, Any]]:

@@ -29,6 +29,7 @@ from edgecron_cli.local.moto_server import (
     HOST,
     LOCAL_OVERRIDES,
     LocalMotoServer,
+    QueueWaiter,
     handler_environment,
     start_moto,
 )
@@ -216,13 +217,12 @@ class LocalStack:
         loaded: dict[str, int] = {}
         for function, event, count in plans:
             queue = self._provisioned.queues[event.queue]
-            for n in range(count):
+            waiter = QueueWaiter(queue.url)
+            for _ in range(count):
                 index = loaded[function.logical_id] = loaded.get(function.logical_id, -1) + 1
                 container = self._container(function, index)
                 pollers.append(
-                    SqsPoller(
-                        container, event, queue.url, queue.arn, sqs, self.stop_requested, short_poll=n == 0
-                    )
+                    SqsPoller(container, event, queue.url, queue.arn, sqs, self.stop_requested, waiter=waiter)
                 )
             log.info(
                 "%s polls %s (batch %d, %d pollers)",

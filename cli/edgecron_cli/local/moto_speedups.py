@@ -1,0 +1,240 @@
+"""Faster versions of a few of moto's hot paths, installed in the local stack's process only.
+
+Under load, the local stack spent most of its CPU (one core, because of the GIL) in a handful of moto
+functions whose cost has nothing to do with what they compute. Each replacement here gives the same
+answers as moto's own code (tests/unit/test_local_moto_speedups.py compares them) and is skipped
+when moto no longer has what it replaces:
+
+- SQS, every received message: `is_message_valid_based_on_retention_period` builds *all* the queue's
+  attributes to read one, and three of them count the queue's messages, each message asking the clock
+  twice. A receive cost O(batch x queue size) clock reads: 48 ms on a queue holding a few hundred
+  delayed fires. It now reads the retention period directly.
+- SQS clock: moto's `unix_time()` builds two datetimes per call, and `Message.visible`/`.delayed`
+  call it for every message of the queue on every receive. In the stack's process nothing freezes
+  time, so `time.time()` gives the same value.
+- DynamoDB responses: moto's generic serializer resolves each member of each attribute value through
+  several alias providers (about ten lookups per attribute, per item, per response), a quarter of the
+  stack's CPU while schedules fire. An attribute value that is already plain DynamoDB JSON (no binary
+  in it) is copied as it is, which is what the serializer would have written.
+- DynamoDB UpdateItem parses its UpdateExpression twice per call, and its validator deep-copies the
+  tree (`copy.deepcopy`, about 0.6 ms for EdgeCron's expressions). Each expression is now parsed once
+  and kept pickled (the same few expressions come back all the time): every parse returns a fresh
+  tree unpickled from it, and the validator copies the tree with a pickle round trip. Same trees, a
+  fifth of the time.
+- Every moto call lists the methods of its response class with `inspect.getmembers`; the list of a
+  class is now computed once.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import functools
+import pickle
+import time
+from typing import Any
+
+from moto.core import responses as moto_responses
+from moto.core import serialize as moto_serialize
+from moto.core import utils as moto_utils
+from moto.dynamodb.parsing import ast_nodes as dynamodb_ast
+from moto.dynamodb.parsing import expressions as dynamodb_expressions
+from moto.dynamodb.parsing import validators as dynamodb_validators
+from moto.sqs import models as sqs_models
+
+_PLAIN_SCALARS = frozenset({"S", "N"})
+_PLAIN_SETS = frozenset({"SS", "NS"})
+_PLAIN_FLAGS = frozenset({"NULL", "BOOL"})
+
+# (owner, attribute, moto's original value) of every replacement in place, for `uninstall`
+_replaced: list[tuple[Any, str, Any]] = []
+
+
+def install() -> None:
+    """Install the speed-ups (idempotent). Only for a process that runs moto for the local stack."""
+    if _replaced:
+        return
+    _install_sqs()
+    _install_dynamodb_serializer()
+    _install_update_expression_cache()
+    _install_update_expression_copy()
+    _install_method_names_cache()
+
+
+def uninstall() -> None:
+    """Put moto's own code back (tests)."""
+    while _replaced:
+        owner, name, original = _replaced.pop()
+        setattr(owner, name, original)
+
+
+def installed() -> bool:
+    return bool(_replaced)
+
+
+def _replace(owner: Any, name: str, value: Any) -> None:
+    _replaced.append((owner, name, owner.__dict__[name]))
+    setattr(owner, name, value)
+
+
+# SQS -------------------------------------------------------------------------------------------------
+
+_moto_unix_time = moto_utils.unix_time
+_moto_unix_time_millis = moto_utils.unix_time_millis
+
+
+def _unix_time(dt: datetime.datetime | None = None) -> float:
+    return time.time() if dt is None else _moto_unix_time(dt)
+
+
+def _unix_time_millis(dt: datetime.datetime | None = None) -> float:
+    return time.time() * 1000.0 if dt is None else _moto_unix_time_millis(dt)
+
+
+def _is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Any) -> bool:
+    retention_period = int(self.get_queue(queue_name).message_retention_period)
+    return bool(retention_period + message.sent_timestamp / 1000 > _unix_time())
+
+
+def _install_sqs() -> None:
+    backend = sqs_models.SQSBackend
+    if "is_message_valid_based_on_retention_period" in backend.__dict__:
+        _replace(
+            backend, "is_message_valid_based_on_retention_period", _is_message_valid_based_on_retention_period
+        )
+    if sqs_models.__dict__.get("unix_time") is _moto_unix_time:
+        _replace(sqs_models, "unix_time", _unix_time)
+    if sqs_models.__dict__.get("unix_time_millis") is _moto_unix_time_millis:
+        _replace(sqs_models, "unix_time_millis", _unix_time_millis)
+
+
+# DynamoDB serializer ---------------------------------------------------------------------------------
+
+
+def plain_attribute_value(value: Any) -> dict[str, Any] | None:
+    """`value` as moto's JSON serializer writes an AttributeValue, or None when it is not plain
+    DynamoDB JSON (binary, an unknown type, an unexpected Python type): moto serializes that itself."""
+    if type(value) is not dict or not value:
+        return None
+    out: dict[str, Any] = {}
+    for kind, inner in value.items():
+        if inner is None:
+            continue  # the serializer leaves None members out
+        if kind in _PLAIN_SCALARS:
+            if type(inner) is not str:
+                return None
+            out[kind] = inner
+        elif kind in _PLAIN_SETS:
+            if type(inner) is not list or any(type(member) is not str for member in inner):
+                return None
+            out[kind] = list(inner)
+        elif kind in _PLAIN_FLAGS:
+            if type(inner) is not bool:
+                return None
+            out[kind] = inner
+        elif kind == "M":
+            if type(inner) is not dict or any(type(name) is not str for name in inner):
+                return None
+            members: dict[str, Any] = {}
+            for name, member in inner.items():
+                plain = plain_attribute_value(member)
+                if plain is None:
+                    return None
+                members[name] = plain
+            out[kind] = members
+        elif kind == "L":
+            if type(inner) is not list:
+                return None
+            items = []
+            for member in inner:
+                plain = plain_attribute_value(member)
+                if plain is None:
+                    return None
+                items.append(plain)
+            out[kind] = items
+        else:
+            return None
+    return out
+
+
+def _install_dynamodb_serializer() -> None:
+    serializer = moto_serialize.BaseJSONSerializer
+    generic = serializer.__dict__.get("_serialize_type_structure")
+    if generic is None:
+        return
+
+    def _serialize_type_structure(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        if (
+            key
+            and shape.name == "AttributeValue"
+            and self.service_model.service_name == "dynamodb"
+            and not getattr(self._value_picker, "response_transformers", None)
+        ):
+            plain = plain_attribute_value(value)
+            if plain is not None:
+                serialized[self.get_serialized_name(shape, key)] = plain
+                return
+        generic(self, serialized, value, shape, key)
+
+    _replace(serializer, "_serialize_type_structure", _serialize_type_structure)
+
+
+# DynamoDB UpdateExpression parse and copy ----------------------------------------------------------
+
+
+def _pickled(tree: Any) -> bytes | None:
+    try:
+        return pickle.dumps(tree, pickle.HIGHEST_PROTOCOL)
+    except Exception:  # a tree pickle cannot copy is copied the way moto does
+        return None
+
+
+def _install_update_expression_cache() -> None:
+    parser: Any = getattr(dynamodb_expressions, "UpdateExpressionParser", None)
+    make = parser.__dict__.get("make") if parser is not None else None
+    if not isinstance(make, classmethod):
+        return
+    parse = make.__func__
+
+    @functools.lru_cache(maxsize=1024)
+    def parsed(expression: str) -> bytes | None:
+        return _pickled(parse(parser, expression))
+
+    def cached_make(cls: Any, expression: Any) -> Any:
+        if cls is parser and isinstance(expression, str):
+            blob = parsed(expression)  # a syntax error raises here, and is not cached
+            if blob is not None:
+                return pickle.loads(blob)  # noqa: S301 - our own pickle of moto's parse tree
+        return parse(cls, expression)
+
+    _replace(parser, "make", classmethod(cached_make))
+
+
+def _install_update_expression_copy() -> None:
+    tree_type = getattr(dynamodb_ast, "UpdateExpression", None)
+    if tree_type is None or dynamodb_validators.__dict__.get("deepcopy") is not copy.deepcopy:
+        return
+
+    def deepcopy(value: Any, memo: dict[int, Any] | None = None) -> Any:
+        if memo is None and type(value) is tree_type:
+            blob = _pickled(value)
+            if blob is not None:
+                return pickle.loads(blob)  # noqa: S301 - our own pickle of moto's parse tree
+        return copy.deepcopy(value, memo)
+
+    _replace(dynamodb_validators, "deepcopy", deepcopy)
+
+
+# moto's dispatch -------------------------------------------------------------------------------------
+
+
+def _install_method_names_cache() -> None:
+    method_names = moto_responses.__dict__.get("method_names_from_class")
+    if method_names is not moto_utils.method_names_from_class:
+        return
+    names_of = functools.lru_cache(maxsize=None)(method_names)
+
+    def method_names_from_class(clazz: object) -> list[str]:
+        return list(names_of(clazz))
+
+    _replace(moto_responses, "method_names_from_class", method_names_from_class)

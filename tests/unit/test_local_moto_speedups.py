@@ -1,0 +1,225 @@
+"""The local stack's replacements for moto's hot paths answer exactly what moto's own code answers."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from moto.core import responses as moto_responses
+from moto.core import serialize as moto_serialize
+from moto.core import utils as moto_utils
+from moto.dynamodb.parsing import validators as dynamodb_validators
+from moto.dynamodb.parsing.ast_nodes import Node
+from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+from moto.sqs import models as sqs_models
+
+from edgecron_cli.local import moto_speedups
+
+
+@pytest.fixture
+def speedups() -> Iterator[None]:
+    moto_speedups.install()
+    yield
+    moto_speedups.uninstall()
+
+
+def _serialize_get_item(item: dict[str, Any]) -> Any:
+    operation = moto_utils.get_service_model("dynamodb").operation_model("GetItem")
+    serializer = moto_serialize.get_serializer_class("dynamodb", "json")(
+        operation_model=operation, value_picker=moto_serialize.XFormedAttributePicker()
+    )
+    return json.loads(serializer.serialize({"Item": item})["body"])
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> dict[str, Any]:
+    kinds = ["S", "N", "SS", "NS", "BOOL", "NULL"] + (["M", "L"] if depth < 3 else [])
+    kind = rng.choice(kinds)
+    if kind == "S":
+        return {"S": rng.choice(["", "x", "ünïcode", "a b", "0", "true", "{}"])}
+    if kind == "N":
+        return {"N": rng.choice(["0", "-1", "3.25", "17958", "1E+3"])}
+    if kind in ("SS", "NS"):
+        return {kind: [str(rng.randint(0, 99)) for _ in range(rng.randint(1, 3))]}
+    if kind == "BOOL":
+        return {"BOOL": rng.random() < 0.5}
+    if kind == "NULL":
+        return {"NULL": True}
+    if kind == "M":
+        return {"M": {f"k{i}": _random_value(rng, depth + 1) for i in range(rng.randint(0, 3))}}
+    return {"L": [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]}
+
+
+def test_plain_attribute_values_serialize_as_moto_serializes_them() -> None:
+    rng = random.Random(20261129)
+    items = [{f"a{i}": _random_value(rng) for i in range(rng.randint(1, 8))} for _ in range(300)]
+    generic = [_serialize_get_item(item) for item in items]
+    moto_speedups.install()
+    try:
+        fast = [_serialize_get_item(item) for item in items]
+        assert all(
+            moto_speedups.plain_attribute_value(v) is not None for item in items for v in item.values()
+        )
+    finally:
+        moto_speedups.uninstall()
+    assert fast == generic
+
+
+@pytest.mark.usefixtures("speedups")
+def test_binary_values_are_left_to_moto() -> None:
+    item = {"id": {"S": "a"}, "blob": {"B": b"\x00\xff"}, "nested": {"M": {"b": {"BS": [b"x"]}}}}
+    assert moto_speedups.plain_attribute_value(item["blob"]) is None
+    assert moto_speedups.plain_attribute_value(item["nested"]) is None
+    body = _serialize_get_item(item)
+    assert body["Item"]["blob"] == {"B": base64.b64encode(b"\x00\xff").decode()}
+    assert body["Item"]["nested"] == {"M": {"b": {"BS": [base64.b64encode(b"x").decode()]}}}
+
+
+def test_unexpected_python_types_are_left_to_moto() -> None:
+    assert moto_speedups.plain_attribute_value({"N": 5}) is None
+    assert moto_speedups.plain_attribute_value({"BOOL": "true"}) is None
+    assert moto_speedups.plain_attribute_value({"XX": "1"}) is None
+    assert moto_speedups.plain_attribute_value({}) is None
+    assert moto_speedups.plain_attribute_value("S") is None
+
+
+def _queue_with_message(retention_sec: int) -> tuple[Any, str, Any]:
+    backend = sqs_models.SQSBackend("us-east-1", "000000000042")
+    backend.create_queue("speedups", MessageRetentionPeriod=str(retention_sec))
+    message = backend.send_message("speedups", "hello")
+    return backend, "speedups", message
+
+
+def test_retention_check_agrees_with_moto() -> None:
+    backend, name, message = _queue_with_message(60)
+    cases = [message.sent_timestamp, message.sent_timestamp - 59_000, message.sent_timestamp - 61_000]
+    expected = []
+    for sent in cases:
+        message.sent_timestamp = sent
+        expected.append(backend.is_message_valid_based_on_retention_period(name, message))
+    assert expected == [True, True, False]
+    moto_speedups.install()
+    try:
+        got = []
+        for sent in cases:
+            message.sent_timestamp = sent
+            got.append(backend.is_message_valid_based_on_retention_period(name, message))
+    finally:
+        moto_speedups.uninstall()
+    assert got == expected
+
+
+@pytest.mark.usefixtures("speedups")
+def test_the_sqs_clock_is_moto_clock() -> None:
+    assert abs(sqs_models.unix_time() - moto_utils.unix_time()) < 0.05
+    assert abs(sqs_models.unix_time_millis() - moto_utils.unix_time_millis()) < 50
+    past = moto_utils.utcnow().replace(year=2020)
+    assert sqs_models.unix_time(past) == moto_utils.unix_time(past)
+
+
+def _tree(node: Any, parent: Any = None) -> Any:
+    """A parse tree as plain data (node types, values, children), checking each child's parent link."""
+    if not isinstance(node, Node):
+        return repr(node)
+    assert node.parent is parent
+    fields = {k: _tree(v) for k, v in vars(node).items() if k not in ("children", "parent")}
+    children = [_tree(child, node) for child in node.children or []]
+    return type(node).__name__, fields, children
+
+
+EXPRESSIONS = [
+    "SET #s = :s, #n = :n ADD #c :one REMOVE #gone",
+    "SET #0 = :2, #2 = :3, #3 = :4, #4 = :5 REMOVE #5, #6, #1, #7, #8, #9, #10",
+    "SET a.b[2] = if_not_exists(a.b[2], :v) + :one, l = list_append(l, :items) DELETE ss :gone",
+]
+
+
+def test_update_expressions_parse_and_copy_to_the_same_trees() -> None:
+    parsed = [UpdateExpressionParser.make(expression) for expression in EXPRESSIONS]
+    copied = [copy.deepcopy(tree) for tree in parsed]
+    moto_speedups.install()
+    try:
+        fast = [UpdateExpressionParser.make(expression) for expression in EXPRESSIONS]
+        again = [UpdateExpressionParser.make(expression) for expression in EXPRESSIONS]
+        fast_copies = [dynamodb_validators.deepcopy(tree) for tree in parsed]
+        with pytest.raises(Exception) as first:
+            UpdateExpressionParser.make("SET")
+        with pytest.raises(type(first.value)):
+            UpdateExpressionParser.make("SET")
+    finally:
+        moto_speedups.uninstall()
+    for tree, fast_tree, again_tree, copy_tree, fast_copy in zip(
+        parsed, fast, again, copied, fast_copies, strict=True
+    ):
+        assert _tree(fast_tree) == _tree(again_tree) == _tree(tree)
+        assert fast_tree is not again_tree  # every parse is a tree of its own
+        assert _tree(fast_copy) == _tree(copy_tree) == _tree(tree)
+
+
+@pytest.mark.usefixtures("speedups")
+def test_updates_apply_with_the_cached_parse() -> None:
+    from moto.dynamodb.models import DynamoDBBackend
+
+    backend = DynamoDBBackend("us-east-1", "000000000042")
+    backend.create_table(
+        "speedups",
+        schema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        throughput=None,
+        attr=[{"AttributeName": "id", "AttributeType": "S"}],
+        global_indexes=None,
+        indexes=None,
+        streams=None,
+        billing_mode="PAY_PER_REQUEST",
+        sse_specification=None,
+        tags=[],
+        deletion_protection_enabled=False,
+        warm_throughput=None,
+    )
+    expression = EXPRESSIONS[0]
+    names = {"#s": "status", "#n": "note", "#c": "count", "#gone": "gone"}
+    for run, status in enumerate(["pending", "running", "success"], start=1):
+        item = backend.update_item(
+            "speedups",
+            {"id": {"S": "a"}},
+            expression,
+            names,
+            {":s": {"S": status}, ":n": {"S": f"run {run}"}, ":one": {"N": "1"}},
+        )
+        attrs = item.to_json()["Attributes"]
+        assert attrs["status"] == {"S": status} and attrs["count"] == {"N": str(run)}
+        assert "gone" not in attrs
+
+
+def test_method_names_are_listed_once_per_class() -> None:
+    from moto.dynamodb.responses import DynamoHandler
+
+    expected = moto_utils.method_names_from_class(DynamoHandler)
+    moto_speedups.install()
+    try:
+        first = moto_responses.method_names_from_class(DynamoHandler)
+        first.append("mutated by a caller")
+        assert moto_responses.method_names_from_class(DynamoHandler) == expected
+    finally:
+        moto_speedups.uninstall()
+
+
+def test_uninstall_puts_moto_back() -> None:
+    generic = moto_serialize.BaseJSONSerializer.__dict__["_serialize_type_structure"]
+    retention = sqs_models.SQSBackend.__dict__["is_message_valid_based_on_retention_period"]
+    make = UpdateExpressionParser.__dict__["make"]
+    moto_speedups.install()
+    moto_speedups.install()  # idempotent
+    assert moto_speedups.installed()
+    assert moto_serialize.BaseJSONSerializer.__dict__["_serialize_type_structure"] is not generic
+    moto_speedups.uninstall()
+    assert not moto_speedups.installed()
+    assert moto_serialize.BaseJSONSerializer.__dict__["_serialize_type_structure"] is generic
+    assert sqs_models.SQSBackend.__dict__["is_message_valid_based_on_retention_period"] is retention
+    assert UpdateExpressionParser.__dict__["make"] is make
+    assert sqs_models.unix_time is moto_utils.unix_time
+    assert dynamodb_validators.deepcopy is copy.deepcopy
+    assert moto_responses.method_names_from_class is moto_utils.method_names_from_class

@@ -44,9 +44,15 @@ class LocalStackProcess:
     """One `edgecron local` process; restart() keeps its ports and state dir, like a developer would."""
 
     def __init__(
-        self, state_dir: Path, scan_interval: str, root: Path = ROOT, extra_args: tuple[str, ...] = ()
+        self,
+        state_dir: Path,
+        scan_interval: str,
+        root: Path = ROOT,
+        extra_args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
         self.extra_args = extra_args
+        self.env = dict(env or {})  # added to the environment of every start
         self.state_dir = state_dir
         self.root = root
         self.port = free_port()
@@ -78,7 +84,12 @@ class LocalStackProcess:
         python_path = os.pathsep.join(
             [str(self.root / "layers" / "core"), str(ROOT / "cli"), os.environ.get("PYTHONPATH", "")]
         )
-        env = {**os.environ, "PYTHONPATH": python_path, "EDGECRON_LOCAL_SCAN_INTERVAL": self.scan_interval}
+        env = {
+            **os.environ,
+            **self.env,
+            "PYTHONPATH": python_path,
+            "EDGECRON_LOCAL_SCAN_INTERVAL": self.scan_interval,
+        }
         self._runs += 1
         with self._lock:
             self._lines.append(f"{RUN_MARK}{self._runs} ---\n")
@@ -141,6 +152,14 @@ class LocalStackProcess:
         if self._reader is not None:
             self._reader.join(5)
         return self._process.returncode
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies wherever it is, as a crashed machine or runtime would."""
+        assert self._process is not None
+        self._process.kill()
+        self._process.wait()
+        if self._reader is not None:
+            self._reader.join(5)
 
     def restart(self) -> None:
         status = self.stop()

@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from edgecron import clock
 from edgecron.config import get_settings
 from edgecron.data.aws import client
 from edgecron.observability import logger
@@ -17,9 +18,16 @@ MAX_DELAY_SEC = 900  # SQS DelaySeconds limit
 
 @dataclass(frozen=True)
 class DeliveryMessage:
+    """`due_ms` (absolute) is preferred to `delay_sec`: the delay is then computed when the message is
+    sent, so a long dispatch (70 fires of a look-ahead window) does not make its last messages late."""
+
     run_id: str
     app_id: str
     delay_sec: float = 0.0
+    due_ms: int | None = None
+
+    def delay_at(self, now_ms: int) -> float:
+        return self.delay_sec if self.due_ms is None else max(0.0, (self.due_ms - now_ms) / 1000)
 
     def body(self) -> str:
         return json.dumps({"run_id": self.run_id, "app_id": self.app_id}, separators=(",", ":"))
@@ -38,8 +46,9 @@ def send_deliveries(messages: Sequence[DeliveryMessage], *, retry: bool = False)
     failed: list[str] = []
     for start in range(0, len(messages), 10):
         chunk = messages[start : start + 10]
+        now_ms = clock.to_ms(clock.now())
         entries = [
-            {"Id": str(i), "MessageBody": m.body(), "DelaySeconds": _delay(m.delay_sec)}
+            {"Id": str(i), "MessageBody": m.body(), "DelaySeconds": _delay(m.delay_at(now_ms))}
             for i, m in enumerate(chunk)
         ]
         try:

@@ -105,7 +105,7 @@ def dispatch_fire(schedule: ScheduleModel, fire_at_ms: int, now_ms: int) -> Disp
             retry_policy_id=schedule.retry_policy_id,
         )
         run_data.put_new(run)
-        messages.append(DeliveryMessage(run_id, schedule.app_id, max(0.0, (fire_at_ms - now_ms) / 1000)))
+        messages.append(DeliveryMessage(run_id, schedule.app_id, due_ms=fire_at_ms))
     if send_now:
         failed = send_deliveries(messages)
         if failed:

@@ -69,10 +69,9 @@ def dispatch_runs(now: datetime, report: ScanReport, *, rebuild: bool = False) -
             elif schedules_scan.is_late_first_delivery(run, now_ms):
                 late.append(run)  # its message was lost long enough for the fire to count as missed
             elif run.deliver_at <= horizon:
-                delay = max(0.0, (run.deliver_at - now_ms) / 1000)
                 wake = int(run.deliver_at) + settings.redispatch_after_sec * 1000
                 if run_data.mark_enqueued(run, wake):
-                    to_send.append((run, DeliveryMessage(run.run_id, run.app_id, delay)))
+                    to_send.append((run, DeliveryMessage(run.run_id, run.app_id, due_ms=int(run.deliver_at))))
     for run in schedules_scan.settle_late_fires(late, now):
         to_send.append((run, DeliveryMessage(run.run_id, run.app_id)))
     failed = set(send_deliveries([m for _, m in to_send], retry=True))

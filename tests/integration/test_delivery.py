@@ -287,46 +287,52 @@ def _deliver_then_die(run_id: str, monkeypatch: pytest.MonkeyPatch, *, after_rec
             delivery.deliver(run_id)
 
 
+def _run_whose_message_is_lost(app_key: str, url: str) -> tuple[clock.FixedClock, str]:
+    """A direct run under a fixed clock, its queued message gone (with a worker that is about to die)."""
+    from tests.integration.conftest import drain_queues
+
+    ep = make_endpoint(app_key, url)
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    run_id = str(create_run(app_key, ep["id"])["id"])
+    drain_queues()
+    return fixed, run_id
+
+
 def test_a_worker_killed_mid_delivery_is_recovered(
     app_key: str, receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The worker sent the request and died with its message: the claim leaves the run's wake time
     (due + REDISPATCH_AFTER_SEC) alone, the scan's reconcile wakes the run then, finds its claim expired,
     records the lost attempt and makes the run deliverable again."""
-    ep = make_endpoint(app_key, receiver.url("/crash"))
-    fixed = clock.FixedClock(datetime.now(UTC))
-    clock.set_clock(fixed)
-    run = create_run(app_key, ep["id"])
-    from tests.integration.conftest import drain_queues
-
-    drain_queues()  # the message is gone with the dead worker
-    _deliver_then_die(str(run["id"]), monkeypatch)
+    fixed, run_id = _run_whose_message_is_lost(app_key, receiver.url("/crash"))
+    _deliver_then_die(run_id, monkeypatch)
     assert len(receiver.received("/crash")) == 1  # the request went out
-    stored = run_data.get(str(run["id"]), consistent=True)
+    stored = run_data.get(run_id, consistent=True)
     assert stored is not None and stored.wake_at == int(stored.deliver_at) + 300_000  # not moved
-    assert get_run(app_key, run["id"])["status"] == "running"
-    assert attempts(app_key, run["id"]) == []
+    assert get_run(app_key, run_id)["status"] == "running"
+    assert attempts(app_key, run_id) == []
     invoke("scan", {"detail": {}})  # claim not expired yet: nothing happens
     assert pump.deliveries() == 0
     fixed.advance(61)
     invoke("scan", {"detail": {}})  # claim expired, but the run's wake time is not in the window yet
-    assert pump.deliveries() == 0 and get_run(app_key, run["id"])["status"] == "running"
+    assert pump.deliveries() == 0 and get_run(app_key, run_id)["status"] == "running"
     fixed.advance(300 - 70 - 61)  # the wake time enters the scan's look-ahead window
     report = invoke("scan", {"detail": {}})
     assert report["claims_released"] == 1, report
     report = invoke("scan", {"detail": {}})  # a second scan changes nothing
     assert report["claims_released"] == 0, report
     pump.deliveries()
-    final = get_run(app_key, run["id"])
+    final = get_run(app_key, run_id)
     assert final["status"] == "success" and final["attempt_count"] == 2
     assert len(receiver.received("/crash")) == 2
-    history = attempts(app_key, run["id"])  # one Attempt per HTTP call
+    history = attempts(app_key, run_id)  # one Attempt per HTTP call
     assert [(a["attempt_number"], a["status_code"], a["error_kind"]) for a in history] == [
         (1, None, "worker_lost"),
         (2, 200, None),
     ]
     assert "may or may not have reached the endpoint" in str(history[0]["error"])
-    done = run_data.get(str(run["id"]), consistent=True)
+    done = run_data.get(run_id, consistent=True)
     assert done is not None and done.wake_at is None and done.wake_shard is None  # out of the index
     assert done.claimed_from is None
 
@@ -337,14 +343,7 @@ def test_a_redelivered_message_takes_over_an_expired_claim(
 ) -> None:
     """On AWS the dead worker's message comes back after the visibility timeout and a worker takes the
     expired claim over: it records the lost attempt, unless the dead worker had recorded it already."""
-    ep = make_endpoint(app_key, receiver.url("/takeover"))
-    fixed = clock.FixedClock(datetime.now(UTC))
-    clock.set_clock(fixed)
-    run = create_run(app_key, ep["id"])
-    run_id = str(run["id"])
-    from tests.integration.conftest import drain_queues
-
-    drain_queues()
+    fixed, run_id = _run_whose_message_is_lost(app_key, receiver.url("/takeover"))
     _deliver_then_die(run_id, monkeypatch, after_record=after_record)
     message = {
         "MessageId": "m1",
@@ -374,15 +373,9 @@ def test_a_claim_that_outlives_the_wake_time_is_looked_at_again_when_it_expires(
     run's wake time). The scan moves the wake time to the claim's expiry instead of releasing it, and
     releases it once it expired (the worker died and its message is gone)."""
     from edgecron.config import get_settings
-    from tests.integration.conftest import drain_queues
 
     monkeypatch.setattr(get_settings(), "claim_sec", 600)
-    ep = make_endpoint(app_key, receiver.url("/late-claim"))
-    fixed = clock.FixedClock(datetime.now(UTC))
-    clock.set_clock(fixed)
-    run = create_run(app_key, ep["id"])
-    run_id = str(run["id"])
-    drain_queues()
+    fixed, run_id = _run_whose_message_is_lost(app_key, receiver.url("/late-claim"))
     fixed.advance(290)  # a worker claims just before the run's wake time, then dies
     claimed = run_data.claim(run_id, clock.to_ms(fixed.now()))
     assert claimed is not None and claimed.claim_expires_at == clock.to_ms(fixed.now()) + 600_000

@@ -204,6 +204,26 @@ def _ids(receiver: Any, path: str) -> list[str]:
     return [r.headers.get("webhook-id", "") for r in receiver.received(path)]
 
 
+def _create_direct_runs(
+    env: Env, key: str, endpoint_id: str, n: int, s: Scenario, after_each: Callable[[], object] | None = None
+) -> None:
+    """POST n direct runs, counting each as a trigger (then `after_each`); stops at the first error,
+    recorded as the scenario's problem."""
+    for i in range(n):
+        resp = env.api(
+            "POST",
+            "/v1/task-runs",
+            key=key,
+            body={"endpoint_id": endpoint_id, "payload": {"n": i, "kind": "bench"}},
+        )
+        if resp.status not in (200, 201, 202):
+            s.problem = f"POST /v1/task-runs answered {resp.status}: {resp.body}"
+            return
+        s.triggers += 1
+        if after_each is not None:
+            after_each()
+
+
 def direct(env: Env, receiver: Any, n: int, *, trickle: bool = False, timeout: float = 1800) -> Scenario:
     """n direct runs (POST /v1/task-runs, deliver now). Burst: all created, then the queue drains in
     batches of 10. Trickle: each run is delivered before the next is created (batches of one), which
@@ -223,19 +243,11 @@ def direct(env: Env, receiver: Any, n: int, *, trickle: bool = False, timeout: f
     started = time.monotonic()
     with env.window() as usage:
         s.usage = usage
-        for i in range(n):
-            resp = env.api(
-                "POST",
-                "/v1/task-runs",
-                key=key,
-                body={"endpoint_id": ep, "payload": {"n": i, "kind": "bench"}},
-            )
-            if resp.status not in (200, 201, 202):
-                s.problem = f"POST /v1/task-runs answered {resp.status}: {resp.body}"
-                break
-            s.triggers += 1
-            if trickle:
-                pump.drain(lambda: len(receiver.received(path)) >= s.triggers, timeout=60, settle=0)
+
+        def delivered_so_far() -> bool:
+            return pump.drain(lambda: len(receiver.received(path)) >= s.triggers, timeout=60, settle=0)
+
+        _create_direct_runs(env, key, ep, n, s, delivered_so_far if trickle else None)
         pump.drain(lambda: len(receiver.received(path)) >= s.triggers, timeout=timeout)
     s.wall_s = time.monotonic() - started
     ids = _ids(receiver, path)
@@ -271,17 +283,7 @@ def direct_with_retries(env: Env, receiver: Any, n: int, *, timeout: float = 180
     started = time.monotonic()
     with env.window() as usage:
         s.usage = usage
-        for i in range(n):
-            resp = env.api(
-                "POST",
-                "/v1/task-runs",
-                key=key,
-                body={"endpoint_id": ep, "payload": {"n": i, "kind": "bench"}},
-            )
-            if resp.status not in (200, 201, 202):
-                s.problem = f"POST /v1/task-runs answered {resp.status}: {resp.body}"
-                break
-            s.triggers += 1
+        _create_direct_runs(env, key, ep, n, s)
         pump.drain(lambda: len(receiver.received(path)) >= expected, timeout=timeout, settle=1.5)
     s.wall_s = time.monotonic() - started
     ids = _ids(receiver, path)

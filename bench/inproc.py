@@ -9,9 +9,7 @@ requests are counted too: they are billed to the account like any other."""
 
 from __future__ import annotations
 
-import base64
 import io
-import json
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -123,17 +121,10 @@ class Env:
         self, method: str, path: str, *, key: str, body: Any = None, headers: dict[str, str] | None = None
     ) -> ApiResult:
         """An HTTP API request, as API Gateway hands it to the API function."""
-        from tests.support.harness import api_event
+        from tests.support.harness import api_event, response_body
 
         result = self.invoke("api", api_event(method, path, body=body, key=key, headers=headers))
-        raw = result.get("body") or ""
-        if result.get("isBase64Encoded"):
-            raw = base64.b64decode(raw).decode()
-        try:
-            parsed = json.loads(raw) if raw else None
-        except ValueError:
-            parsed = raw
-        return ApiResult(int(result["statusCode"]), parsed)
+        return ApiResult(int(result["statusCode"]), response_body(result))
 
 
 class EsmPump:

@@ -94,16 +94,20 @@ class ApiResponse:
         return self.body
 
 
-def call_api(method: str, path: str, **kwargs: Any) -> ApiResponse:
-    result = invoke("api", api_event(method, path, **kwargs))
+def response_body(result: dict[str, Any]) -> Any:
+    """The API function's answer body: JSON when it parses, else the text (base64 undone)."""
     raw = result.get("body") or ""
     if result.get("isBase64Encoded"):
         raw = base64.b64decode(raw).decode()
     try:
-        parsed = json.loads(raw) if raw else None
+        return json.loads(raw) if raw else None
     except ValueError:
-        parsed = raw
-    return ApiResponse(int(result["statusCode"]), parsed, dict(result.get("headers") or {}))
+        return raw
+
+
+def call_api(method: str, path: str, **kwargs: Any) -> ApiResponse:
+    result = invoke("api", api_event(method, path, **kwargs))
+    return ApiResponse(int(result["statusCode"]), response_body(result), dict(result.get("headers") or {}))
 
 
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:

@@ -51,11 +51,14 @@ def test_two_minute_stop_records_missed_fires_and_runs_once(
     assert own_stack.stop() == 0
     stopped_at = time.time()
     time.sleep(OUTAGE_SEC)
+    launched_at = time.time()
     own_stack.start()
     restarted_at = time.time()
     time.sleep(4)  # the compensation ran at start; let the catch-up delivery land
     fires = api.all_pages(f"/v1/schedules/{schedule['id']}/fires")
-    outage = [f for f in fires if stopped_at <= _ts(f["fire_time"]) < restarted_at - 2]
+    outage = sorted(
+        (f for f in fires if stopped_at <= _ts(f["fire_time"]) < restarted_at), key=lambda f: f["fire_time"]
+    )
     missed = [f["fire_time"] for f in outage if f["status"] == "MISSED"]
     ran = [f["fire_time"] for f in outage if f["status"] != "MISSED"]
     arrivals = [r for r in receiver.received("/every30") if r.at >= restarted_at - 1]
@@ -63,9 +66,11 @@ def test_two_minute_stop_records_missed_fires_and_runs_once(
         f"\noutage {OUTAGE_SEC:.0f} s: {len(outage)} fire times, MISSED {missed}, ran {ran}, "
         f"{len(arrivals)} deliveries after the restart before the next regular fire"
     )
-    assert len(outage) >= 3
-    assert len(ran) == 1 and ran[0] == max(f["fire_time"] for f in outage)  # only the most recent runs
-    assert len(missed) == len(outage) - 1
+    assert len(missed) >= max(1, int(OUTAGE_SEC // 30) - 2)  # every 30 s, minus the edges
+    # RUN_ONCE: only the most recent fire time before the catch-up runs, every earlier one is MISSED; a
+    # fire time that came due while the stack was starting, after the catch-up, is dispatched as usual
+    assert 1 <= len(ran) <= 2 and max(missed) < min(ran), (missed, ran)
+    assert len(ran) == 1 or _ts(ran[-1]) >= launched_at, (ran, launched_at)
     ran_run_ids = {run["id"] for f in outage if f["status"] != "MISSED" for run in f["runs"]}
     assert ran_run_ids & {a.headers["webhook-id"] for a in arrivals}  # the catch-up delivery arrived
     run_ids = {a.headers["webhook-id"] for a in arrivals}

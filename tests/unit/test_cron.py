@@ -170,6 +170,41 @@ def test_invalid_timezone(zone: str) -> None:
     assert info.value.field == "timezone"
 
 
+@pytest.mark.parametrize(
+    ("expression", "needle"),
+    [
+        ("*/1000 * * * * *", "second field '*/1000'"),
+        ("0-59/61 * * * *", "minute field '0-59/61'"),
+        ("0 */25 * * *", "hour field '*/25'"),
+        ("0 0 1/32 * *", "day-of-month field '1/32'"),
+        ("0 0 * */13 *", "month field '*/13'"),
+        ("0 0 * * */8", "day-of-week field '*/8'"),
+    ],
+)
+def test_a_step_larger_than_its_fields_range_is_refused(expression: str, needle: str) -> None:
+    with pytest.raises(CronError) as info:
+        parse_cron(expression)
+    assert info.value.field == "cron"
+    assert needle in str(info.value) and "larger than" in str(info.value)
+
+
+@pytest.mark.parametrize("expression", ["*/60 * * * * *", "*/60 * * * *", "0 */24 * * *", "0 0 * * */7"])
+def test_a_step_as_large_as_its_fields_range_is_accepted(expression: str) -> None:
+    parse_cron(expression)
+
+
+@pytest.mark.parametrize("zone", ["localtime", "Factory", "posixrules", "posix/Europe/Berlin", "right/UTC"])
+def test_special_zone_files_are_not_timezones(zone: str) -> None:
+    with pytest.raises(CronError) as info:
+        parse_cron("0 0 * * *", zone)
+    assert info.value.field == "timezone"
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin", "America/Argentina/Buenos_Aires", "Asia/Kolkata"])
+def test_canonical_zone_names_are_accepted(zone: str) -> None:
+    assert parse_cron("0 0 * * *", zone).timezone == zone
+
+
 def test_frequent_classification() -> None:
     assert is_frequent(parse_cron("*/15 * * * *"))
     assert is_frequent(parse_cron("0 * * * *"))

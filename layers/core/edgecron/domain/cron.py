@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Any, Final
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from croniter import (
     CroniterBadDateError,
@@ -93,6 +93,16 @@ _FAST_SCAN: Final = 62  # days scanned one by one before asking croniter to jump
 
 _FIELDS_5: Final = ("minute", "hour", "day-of-month", "month", "day-of-week")
 _FIELDS_6: Final = ("second", *_FIELDS_5)
+#: How many values each field has: a step larger than that can never reach a second value, so it
+#: is a typo (``*/1000``, ``0-59/61``), not a schedule.
+_FIELD_SIZE: Final = {
+    "second": 60,
+    "minute": 60,
+    "hour": 24,
+    "day-of-month": 31,
+    "month": 12,
+    "day-of-week": 7,
+}
 _ALIASES: Final = {
     "@yearly": "0 0 1 1 *",
     "@annually": "0 0 1 1 *",
@@ -226,6 +236,12 @@ def _precheck(fields: list[str]) -> None:
                 raise CronError(f"{name} field {value!r}: '#' is only allowed in day-of-week")
             if "l" in low and name in ("second", "minute", "hour"):
                 raise CronError(f"{name} field {value!r}: 'L' is only allowed in day fields")
+            step = element.rpartition("/")[2] if "/" in element else ""
+            if step.isdigit() and int(step) > _FIELD_SIZE[name]:
+                raise CronError(
+                    f"{name} field {value!r}: step {int(step)} is larger than the field's range "
+                    f"({_FIELD_SIZE[name]} values)"
+                )
 
 
 def _new_croniter(expr: str) -> Any:
@@ -324,9 +340,27 @@ def _compile(expression: str, timezone: str) -> _Compiled:
     )
 
 
+#: Files in the zone database that are not zones a person would name: the host's own zone, a
+#: placeholder and a template, and the duplicate posix/ and right/ (leap-second) trees.
+_NOT_ZONES: Final = frozenset({"localtime", "Factory", "posixrules"})
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> frozenset[str]:
+    names = {
+        n for n in available_timezones() if n not in _NOT_ZONES and not n.startswith(("posix/", "right/"))
+    }
+    return frozenset(names | {"UTC"})
+
+
 def _load_zone(timezone: str) -> ZoneInfo:
+    """Only names of the IANA zone database, so a schedule means the same on every host."""
     if not isinstance(timezone, str) or not timezone.strip():
         raise CronError("timezone must be an IANA zone name such as 'Europe/Berlin'", "timezone")
+    if timezone not in _zone_names():
+        raise CronError(
+            f"unknown timezone {timezone!r} (use an IANA name such as 'Europe/Berlin')", "timezone"
+        )
     try:
         return ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:

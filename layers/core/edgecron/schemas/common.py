@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import Strict as PydanticStrict
 
 MAX_PAYLOAD_BYTES = 200 * 1024  # fits one SQS message (256 KiB) with the envelope
 
@@ -17,9 +18,10 @@ JsonPayload = Any
 
 
 class Strict(BaseModel):
-    """Unknown fields are an error, so a typo never silently does nothing."""
+    """Unknown fields are an error, so a typo never silently does nothing; types are strict, so
+    `true` is not the integer 1 and `"5"` or `5.0` is not the integer 5."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class Page(BaseModel):
@@ -38,4 +40,6 @@ def _rfc3339_text(value: object) -> object:
     return value
 
 
-Rfc3339 = Annotated[AwareDatetime, BeforeValidator(_rfc3339_text)]
+# Times arrive as JSON strings: strict mode would refuse every string, so the RFC 3339 check above
+# is the strict part and pydantic then parses the text it let through.
+Rfc3339 = Annotated[AwareDatetime, BeforeValidator(_rfc3339_text), PydanticStrict(False)]

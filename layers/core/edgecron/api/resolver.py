@@ -20,8 +20,9 @@ from edgecron.api.responses import error_response, json_response
 from edgecron.api.routes import account, apps, endpoints, events, retry_policies, schedules, task_runs
 from edgecron.config import get_settings
 from edgecron.data import apps as app_data
-from edgecron.errors import ApiError, NotFound, ParamInvalid, Unauthorized
+from edgecron.errors import ApiError, NotFound, ParamInvalid, PayloadTooLarge, Unauthorized
 from edgecron.observability import logger
+from edgecron.schemas.common import MAX_BODY_BYTES, MAX_JSON_DEPTH
 
 ROUTERS = [
     apps.router,
@@ -83,7 +84,8 @@ def _authenticated(validation: Any) -> Any:
 
 
 def _unreadable_body(app: APIGatewayHttpResolver) -> Response[str] | None:
-    """400 for a body that is not UTF-8 JSON, before Powertools' parser fails on it with a 500."""
+    """400 for a body that is not UTF-8 JSON or nests too deep, 413 for one too large: all checked
+    before any parser sees the body (Powertools' would fail on it with a 500)."""
     event = app.current_event
     if not event.body:
         return None
@@ -92,9 +94,45 @@ def _unreadable_body(app: APIGatewayHttpResolver) -> Response[str] | None:
     if content_type != "application/json" and not content_type.endswith("+json"):
         return error_response(ParamInvalid(message, "content-type"))
     try:
-        json.loads(event.decoded_body or "")
+        text = event.decoded_body or ""
     except (UnicodeDecodeError, binascii.Error, ValueError):
         return error_response(ParamInvalid("request body is not valid UTF-8 JSON", "body"))
+    if len(text.encode("utf-8", "replace")) > MAX_BODY_BYTES:
+        return error_response(PayloadTooLarge(f"request body is larger than {MAX_BODY_BYTES} bytes", "body"))
+    too_deep = _too_deep(text, MAX_JSON_DEPTH)
+    if too_deep is not None:
+        return error_response(ParamInvalid(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", too_deep))
+    try:
+        json.loads(text)
+    except (UnicodeDecodeError, ValueError):
+        return error_response(ParamInvalid("request body is not valid UTF-8 JSON", "body"))
+    return None
+
+
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def _too_deep(text: str, limit: int) -> str | None:
+    """The field (a top-level key, else "body") under which `text` nests deeper than `limit`, or
+    None. One pass over strings and brackets, no recursion: it runs before the text is parsed."""
+    depth = 0
+    object_body = False
+    key = "body"
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token in "[{":
+            if depth == 0:
+                object_body = token == "{"
+            depth += 1
+            if depth > limit:
+                return key if object_body else "body"
+        elif token in "]}":
+            depth -= 1
+        elif depth == 1 and object_body:
+            try:
+                key = str(json.loads(token))
+            except ValueError:
+                key = "body"
     return None
 
 

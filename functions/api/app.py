@@ -12,7 +12,8 @@ api = build_api()
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@tracer.capture_lambda_handler
+# Never capture the response into the trace: it carries API keys and signing secrets shown once.
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return api.resolve(event, context)

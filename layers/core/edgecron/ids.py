@@ -36,3 +36,10 @@ def deterministic_id(prefix: str, *parts: str) -> str:
 def shard_of(key: str, shards: int) -> str:
     """A stable shard number (as the string GSI partition key) for a key."""
     return str(int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest(), "big") % shards)
+
+
+def keyed_id(prefix: str, ms: int, *parts: str) -> str:
+    """Time-sortable like new_id, but the same (ms, parts) always give the same id, so a create
+    retried under one Idempotency-Key finds the object an earlier attempt made instead of a twin."""
+    digest = hashlib.sha256("|".join(parts).encode()).digest()
+    return f"{prefix}_{_b32(ms, 10)}{_b32(int.from_bytes(digest[:10], 'big'), 16)}"

@@ -7,6 +7,9 @@ from contextvars import ContextVar
 from edgecron.errors import Unauthorized
 
 _app_id: ContextVar[str | None] = ContextVar("edgecron_app_id", default=None)
+_time_left_ms: ContextVar[int | None] = ContextVar("edgecron_time_left_ms", default=None)
+#: Lambda's largest function timeout: no invocation runs longer, whatever its configuration.
+MAX_INVOCATION_MS = 900_000
 
 
 def set_app_id(app_id: str | None) -> None:
@@ -19,3 +22,14 @@ def current_app_id() -> str:
     if app_id is None:
         raise Unauthorized("missing or invalid API key")
     return app_id
+
+
+def set_time_left(ms: int | None) -> None:
+    _time_left_ms.set(ms)
+
+
+def time_left_ms() -> int:
+    """How long this invocation may still run: Lambda stops it at the function's configured Timeout
+    (its context counts down from it); without a context, Lambda's maximum."""
+    ms = _time_left_ms.get()
+    return MAX_INVOCATION_MS if ms is None else ms

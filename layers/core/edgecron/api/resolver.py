@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Secur
 from pydantic import ValidationError
 
 from edgecron import __version__
-from edgecron.api.context import set_app_id
+from edgecron.api.context import set_app_id, set_time_left
 from edgecron.api.responses import error_response, json_response
 from edgecron.api.routes import account, apps, endpoints, events, retry_policies, schedules, task_runs
 from edgecron.config import get_settings
@@ -52,6 +52,8 @@ def _auth(
     """Every /v1 route needs a key: the admin key for App management, an App key elsewhere."""
     path = app.current_event.path
     set_app_id(None)
+    context = app.lambda_context
+    set_time_left(context.get_remaining_time_in_millis() if context is not None else None)
     if not path.startswith("/v1/"):
         return next_middleware(app)
     token = _bearer(app.current_event.headers or {})

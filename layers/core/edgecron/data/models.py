@@ -66,6 +66,7 @@ class EndpointModel(Model):
     retry_policy_id = UnicodeAttribute(null=True)
     filter_events = ListAttribute[str](of=UnicodeAttribute, default=list)  # type: ignore[arg-type]
     active = BooleanAttribute(default=True)
+    version = NumberAttribute(null=True)  # moves on every save; None: written before versions
     created_at = NumberAttribute()
     updated_at = NumberAttribute()
 
@@ -83,6 +84,7 @@ class RetryPolicyModel(Model):
     base_delay_sec = NumberAttribute()
     max_delay_sec = NumberAttribute()
     jitter = BooleanAttribute(default=False)
+    version = NumberAttribute(null=True)  # moves on every save; None: written before versions
     created_at = NumberAttribute()
     updated_at = NumberAttribute()
 
@@ -300,6 +302,7 @@ class IdempotencyModel(Model):
     request_hash = UnicodeAttribute()
     status = UnicodeAttribute()  # in_progress | done
     response_status = NumberAttribute(null=True)
-    response_body = UnicodeAttribute(null=True)
+    response_body = UnicodeAttribute(null=True)  # secrets removed (api/idempotency.py)
     created_at = NumberAttribute()
+    lease_until = NumberAttribute(null=True)  # in progress: ms after which a retry takes it over
     expires_at = NumberAttribute()

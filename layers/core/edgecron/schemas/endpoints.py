@@ -115,7 +115,11 @@ class EndpointOut(BaseModel):
 
 
 class EndpointWithSecret(EndpointOut):
-    secret: str = Field(description="whsec_… signing secret; shown only at create and rotate")
+    secret: str | None = Field(
+        default=None,
+        description="whsec_… signing secret, shown in one response only: the create's (absent when "
+        "an Idempotency-Key replays it) or the rotation's",
+    )
 
 
 class EndpointPage(Page):

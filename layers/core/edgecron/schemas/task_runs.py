@@ -25,14 +25,18 @@ ErrorKindName = Literal[
     "poison",
     "quota",
 ]
-MAX_DELAY_SEC = 365 * 86_400
+MAX_RUN_DELAY_SEC = 365 * 86_400  # how far ahead a direct run may be due (delay_sec or deliver_at)
 
 
 class TaskRunCreate(Strict):
     endpoint_id: Id
     payload: Any = Field(default=None, description="any JSON value, sent as the request body")
-    deliver_at: Rfc3339 | None = Field(default=None, description="RFC 3339; deliver at or after")
-    delay_sec: int | None = Field(default=None, ge=0, le=MAX_DELAY_SEC, description="deliver after N seconds")
+    deliver_at: Rfc3339 | None = Field(
+        default=None, description="RFC 3339; deliver at or after; at most 365 days ahead"
+    )
+    delay_sec: int | None = Field(
+        default=None, ge=0, le=MAX_RUN_DELAY_SEC, description="deliver after N seconds (at most 365 days)"
+    )
 
 
 class TaskRunOut(BaseModel):

@@ -29,7 +29,13 @@ def run_id_for(event_id: str, endpoint_id: str) -> str:
     return ids.deterministic_id("run", event_id, endpoint_id)
 
 
-def publish(app_id: str, req: EventCreate, now: datetime, idempotency_key: str | None = None) -> EventModel:
+def publish(
+    app_id: str,
+    req: EventCreate,
+    now: datetime,
+    idempotency_key: str | None = None,
+    event_id: str | None = None,
+) -> EventModel:
     """Validate, check the quota, store the Event, count ONE billable trigger, enqueue its fan-out.
     Nothing is stored when a check fails; if the trigger cannot be counted or the fan-out message
     cannot be sent, the Event is removed again and the error raised, so a client retry (with the
@@ -39,7 +45,7 @@ def publish(app_id: str, req: EventCreate, now: datetime, idempotency_key: str |
     quota.check_quota(app_id, now_ms)
     event = EventModel(
         app_id=app_id,
-        event_id=ids.new_id("evt", now_ms),
+        event_id=event_id or ids.new_id("evt", now_ms),
         name=req.name,
         payload=req.payload,
         idempotency_key=idempotency_key,

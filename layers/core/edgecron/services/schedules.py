@@ -66,7 +66,7 @@ def _sync_due(schedule: ScheduleModel) -> None:
     schedule.due_shard = data.shard_for(schedule.schedule_id) if active else None
 
 
-def create(app_id: str, req: ScheduleCreate, now: datetime) -> ScheduleModel:
+def create(app_id: str, req: ScheduleCreate, now: datetime, schedule_id: str | None = None) -> ScheduleModel:
     if (req.cron is None) == (req.at is None):
         raise ParamInvalid("give either cron or at", "cron")
     check_payload(req.payload)
@@ -74,7 +74,7 @@ def create(app_id: str, req: ScheduleCreate, now: datetime) -> ScheduleModel:
     now_ms = clock.to_ms(now)
     schedule = ScheduleModel(
         app_id=app_id,
-        schedule_id=ids.new_id("sch", now_ms),
+        schedule_id=schedule_id or ids.new_id("sch", now_ms),
         name=req.name,
         cron=req.cron,
         at=clock.to_ms(req.at) if req.at else None,

@@ -17,7 +17,7 @@ from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
 from edgecron.errors import Conflict, NotFound, ParamInvalid, PayloadTooLarge
 from edgecron.schemas.common import MAX_PAYLOAD_BYTES
-from edgecron.schemas.task_runs import DeadLetterFilter, TaskRunCreate
+from edgecron.schemas.task_runs import MAX_RUN_DELAY_SEC, DeadLetterFilter, TaskRunCreate
 from edgecron.services import fires, quota, usage
 
 
@@ -36,10 +36,12 @@ def enqueue_plan(deliver_at_ms: int, now_ms: int) -> tuple[bool, int]:
     return False, deliver_at_ms
 
 
-def create_direct(app_id: str, req: TaskRunCreate, now: datetime) -> TaskRunModel:
+def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | None = None) -> TaskRunModel:
     now_ms = clock.to_ms(now)
     if req.deliver_at is not None and req.delay_sec is not None:
         raise ParamInvalid("give either deliver_at or delay_sec, not both", "delay_sec")
+    if req.deliver_at is not None and clock.to_ms(req.deliver_at) > now_ms + MAX_RUN_DELAY_SEC * 1000:
+        raise ParamInvalid(f"deliver_at is more than {MAX_RUN_DELAY_SEC // 86_400} days ahead", "deliver_at")
     check_payload(req.payload)
     endpoint = endpoint_data.get(app_id, req.endpoint_id)
     if endpoint is None:
@@ -54,7 +56,7 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime) -> TaskRunMode
         deliver_at_ms = now_ms + req.delay_sec * 1000
     send_now, wake_at = enqueue_plan(deliver_at_ms, now_ms)
     run = data.new_run(
-        run_id=ids.new_id("run", now_ms),
+        run_id=run_id or ids.new_id("run", now_ms),
         app_id=app_id,
         endpoint_id=endpoint.endpoint_id,
         source="direct",

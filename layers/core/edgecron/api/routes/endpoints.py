@@ -7,7 +7,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from edgecron import clock
 from edgecron.api.context import current_app_id
-from edgecron.api.idempotency import IdempotencyKey, run_once
+from edgecron.api.idempotency import Answer, IdempotencyKey, run_once
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, page_body
 from edgecron.api.responses import docs, json_response
 from edgecron.data import endpoints as data
@@ -31,11 +31,18 @@ TAGS = ["Endpoints"]
 def create_endpoint(body: EndpointCreate, idempotency_key: IdempotencyKey = None) -> Response[str]:
     app_id = current_app_id()
 
-    def create() -> tuple[int, dict[str, object]]:
-        endpoint, secret = service.create(app_id, body, clock.to_ms(clock.now()))
+    def create(endpoint_id: str) -> Answer:
+        endpoint, secret = service.create(app_id, body, clock.to_ms(clock.now()), endpoint_id)
         return 201, {**endpoint_view(endpoint), "secret": secret}
 
-    return run_once(app_id, "endpoints", idempotency_key, body.model_dump(), create)
+    def recover(endpoint_id: str) -> Answer | None:
+        endpoint = data.get(app_id, endpoint_id, consistent=True)
+        if endpoint is None:
+            return None
+        secret = service.creation_secret(endpoint)
+        return 201, {**endpoint_view(endpoint), **({"secret": secret} if secret else {})}
+
+    return run_once(app_id, "endpoints", idempotency_key, body.model_dump(), "ep", create, recover)
 
 
 @router.get("/v1/endpoints", summary="List Endpoints", tags=TAGS, responses=docs(200, EndpointPage))

@@ -10,11 +10,11 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from edgecron import clock
 from edgecron.api.context import current_app_id
-from edgecron.api.idempotency import IdempotencyKey, run_once
+from edgecron.api.idempotency import Answer, IdempotencyKey, run_once
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor, page_body
 from edgecron.api.responses import docs, json_response
 from edgecron.data.models import EventModel
-from edgecron.errors import ParamInvalid
+from edgecron.errors import NotFound, ParamInvalid
 from edgecron.schemas.common import Rfc3339
 from edgecron.schemas.events import EventCreate, EventDetail, EventName, EventOut, EventPage
 from edgecron.services import events as service
@@ -73,10 +73,16 @@ def _offset(cursor: str | None, event_id: str) -> int:
 def publish_event(body: EventCreate, idempotency_key: IdempotencyKey = None) -> Response[str]:
     app_id = current_app_id()
 
-    def create() -> tuple[int, dict[str, object]]:
-        return 202, event_view(service.publish(app_id, body, clock.now(), idempotency_key))
+    def create(event_id: str) -> Answer:
+        return 202, event_view(service.publish(app_id, body, clock.now(), idempotency_key, event_id))
 
-    return run_once(app_id, "events", idempotency_key, body.model_dump(mode="json"), create)
+    def recover(event_id: str) -> Answer | None:
+        try:
+            return 202, event_view(service.get(app_id, event_id, _now_ms()))
+        except NotFound:
+            return None
+
+    return run_once(app_id, "events", idempotency_key, body.model_dump(mode="json"), "evt", create, recover)
 
 
 @router.get("/v1/events", summary="List Events, newest first", tags=TAGS, responses=docs(200, EventPage))

@@ -7,7 +7,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from edgecron import clock
 from edgecron.api.context import current_app_id
-from edgecron.api.idempotency import IdempotencyKey, run_once
+from edgecron.api.idempotency import Answer, IdempotencyKey, run_once
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, page_body
 from edgecron.api.responses import docs, json_response
 from edgecron.data import retry_policies as data
@@ -30,10 +30,14 @@ TAGS = ["Retry Policies"]
 def create_policy(body: RetryPolicyCreate, idempotency_key: IdempotencyKey = None) -> Response[str]:
     app_id = current_app_id()
 
-    def create() -> tuple[int, dict[str, object]]:
-        return 201, retry_policy_view(service.create(app_id, body, clock.to_ms(clock.now())))
+    def create(policy_id: str) -> Answer:
+        return 201, retry_policy_view(service.create(app_id, body, clock.to_ms(clock.now()), policy_id))
 
-    return run_once(app_id, "retry-policies", idempotency_key, body.model_dump(), create)
+    def recover(policy_id: str) -> Answer | None:
+        policy = data.get(app_id, policy_id, consistent=True)
+        return None if policy is None else (201, retry_policy_view(policy))
+
+    return run_once(app_id, "retry-policies", idempotency_key, body.model_dump(), "rp", create, recover)
 
 
 @router.get(

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from edgecron import clock
 from edgecron.api.context import current_app_id
-from edgecron.api.idempotency import IdempotencyKey, run_once
+from edgecron.api.idempotency import Answer, IdempotencyKey, run_once
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, page_body
 from edgecron.api.responses import docs, json_response
 from edgecron.data import fires as fire_data
@@ -33,10 +33,16 @@ TAGS = ["Schedules"]
 def create_schedule(body: ScheduleCreate, idempotency_key: IdempotencyKey = None) -> Response[str]:
     app_id = current_app_id()
 
-    def create() -> tuple[int, dict[str, object]]:
-        return 201, schedule_view(service.create(app_id, body, clock.now()))
+    def create(schedule_id: str) -> Answer:
+        return 201, schedule_view(service.create(app_id, body, clock.now(), schedule_id))
 
-    return run_once(app_id, "schedules", idempotency_key, body.model_dump(mode="json"), create)
+    def recover(schedule_id: str) -> Answer | None:
+        schedule = data.get(app_id, schedule_id, consistent=True)
+        return None if schedule is None else (201, schedule_view(schedule))
+
+    return run_once(
+        app_id, "schedules", idempotency_key, body.model_dump(mode="json"), "sch", create, recover
+    )
 
 
 @router.get("/v1/schedules", summary="List Schedules", tags=TAGS, responses=docs(200, SchedulePage))

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from edgecron import clock
 from edgecron.api.context import current_app_id
-from edgecron.api.idempotency import IdempotencyKey, run_once
+from edgecron.api.idempotency import Answer, IdempotencyKey, run_once
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, page_body
 from edgecron.api.responses import docs, json_response
 from edgecron.data import attempts as attempt_data
@@ -48,10 +48,16 @@ def _now_ms() -> int:
 def create_run(body: TaskRunCreate, idempotency_key: IdempotencyKey = None) -> Response[str]:
     app_id = current_app_id()
 
-    def create() -> tuple[int, dict[str, object]]:
-        return 201, run_view(service.create_direct(app_id, body, clock.now()))
+    def create(run_id: str) -> Answer:
+        return 201, run_view(service.create_direct(app_id, body, clock.now(), run_id))
 
-    return run_once(app_id, "task-runs", idempotency_key, body.model_dump(mode="json"), create)
+    def recover(run_id: str) -> Answer | None:
+        run = run_data.get_for_app(app_id, run_id, _now_ms())
+        return None if run is None else (201, run_view(run))
+
+    return run_once(
+        app_id, "task-runs", idempotency_key, body.model_dump(mode="json"), "run", create, recover
+    )
 
 
 @router.get(

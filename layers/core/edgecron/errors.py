@@ -45,6 +45,12 @@ class Conflict(ApiError):
     code = "CONFLICT"
 
 
+class ConcurrentUpdate(Conflict):
+    """Another write changed the item between our read and our save, every time we tried."""
+
+    code = "CONCURRENT_UPDATE"
+
+
 class PayloadTooLarge(ApiError):
     status = 413
     code = "PAYLOAD_TOO_LARGE"

@@ -8,6 +8,8 @@ from typing import Any
 from pynamodb.exceptions import DeleteError, PutError, UpdateError
 from pynamodb.models import Model
 
+SAVE_ATTEMPTS = 5  # read-modify-save rounds (save_if_version) before a concurrent change is a 409
+
 
 def condition_failed(exc: UpdateError | PutError | DeleteError) -> bool:
     return exc.cause_response_code == "ConditionalCheckFailedException"
@@ -32,3 +34,16 @@ def save_if(item: Model, condition: Any) -> bool:
         if condition_failed(exc):
             return False
         raise
+
+
+def save_if_version(item: Any, exists: Any) -> bool:
+    """Optimistic locking for read-modify-save: write `item` whole only if its stored `version` is
+    still the one read (None = written before items had versions), and move the version on."""
+    model = type(item)
+    read = item.version
+    unchanged = model.version.does_not_exist() if read is None else model.version == read
+    item.version = int(read or 0) + 1
+    if save_if(item, exists & unchanged):
+        return True
+    item.version = read
+    return False

@@ -7,23 +7,27 @@ from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
 
+from edgecron.data.conditional import save_if_version
 from edgecron.data.models import EndpointModel
 from edgecron.data.paging import Page, query_page
 
 
-def get(app_id: str, endpoint_id: str) -> EndpointModel | None:
+def get(app_id: str, endpoint_id: str, *, consistent: bool = False) -> EndpointModel | None:
     try:
-        return EndpointModel.get(app_id, endpoint_id)
+        return EndpointModel.get(app_id, endpoint_id, consistent_read=consistent)
     except DoesNotExist:
         return None
 
 
 def put_new(endpoint: EndpointModel) -> None:
+    endpoint.version = 1
     endpoint.save(condition=EndpointModel.endpoint_id.does_not_exist())
 
 
-def save(endpoint: EndpointModel) -> None:
-    endpoint.save(condition=EndpointModel.endpoint_id.exists())
+def save(endpoint: EndpointModel) -> bool:
+    """Write the whole item only if nobody changed it since it was read (its version is the one
+    read), moving the version on; a save from a stale read changes nothing and returns False."""
+    return save_if_version(endpoint, EndpointModel.endpoint_id.exists())
 
 
 def delete(endpoint: EndpointModel) -> None:

@@ -6,23 +6,26 @@ from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
 
+from edgecron.data.conditional import save_if_version
 from edgecron.data.models import RetryPolicyModel
 from edgecron.data.paging import Page, query_page
 
 
-def get(app_id: str, policy_id: str) -> RetryPolicyModel | None:
+def get(app_id: str, policy_id: str, *, consistent: bool = False) -> RetryPolicyModel | None:
     try:
-        return RetryPolicyModel.get(app_id, policy_id)
+        return RetryPolicyModel.get(app_id, policy_id, consistent_read=consistent)
     except DoesNotExist:
         return None
 
 
 def put_new(policy: RetryPolicyModel) -> None:
+    policy.version = 1
     policy.save(condition=RetryPolicyModel.policy_id.does_not_exist())
 
 
-def save(policy: RetryPolicyModel) -> None:
-    policy.save(condition=RetryPolicyModel.policy_id.exists())
+def save(policy: RetryPolicyModel) -> bool:
+    """Write the whole item only if nobody changed it since it was read (see data/endpoints.py)."""
+    return save_if_version(policy, RetryPolicyModel.policy_id.exists())
 
 
 def delete(policy: RetryPolicyModel) -> None:

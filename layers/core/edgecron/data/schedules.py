@@ -33,7 +33,8 @@ def put_new(schedule: ScheduleModel) -> None:
 
 
 def save_if_version(schedule: ScheduleModel, version: int) -> bool:
-    """Write the whole item if nobody changed it since `version` was read (user edits, pause)."""
+    """Write the whole item if nobody changed it since `version` was read (user edits, pause).
+    Sound only because every other write of a schedule moves `version` too."""
     return save_if(schedule, M.version == version)
 
 
@@ -79,11 +80,11 @@ def record_outcome(
     Returns (consecutive_failures, paused_now). Atomic conditional updates, no read-modify-write."""
     schedule = M(app_id=app_id, schedule_id=schedule_id)
     if not failed:
-        update_if(schedule, [M.consecutive_failures.set(0)], M.schedule_id.exists())
+        update_if(schedule, [M.consecutive_failures.set(0), M.version.add(1)], M.schedule_id.exists())
         return 0, False
     counted = update_if(
         schedule,
-        [M.consecutive_failures.add(1), M.updated_at.set(now_ms)],
+        [M.consecutive_failures.add(1), M.version.add(1), M.updated_at.set(now_ms)],
         M.schedule_id.exists() & (M.status == "ACTIVE"),
     )
     if not counted:
@@ -102,7 +103,7 @@ def record_outcome(
 def finish_one_time(app_id: str, schedule_id: str, now_ms: int) -> None:
     update_if(
         M(app_id=app_id, schedule_id=schedule_id),
-        [M.finished.set(True), M.updated_at.set(now_ms)],
+        [M.finished.set(True), M.version.add(1), M.updated_at.set(now_ms)],
         M.schedule_id.exists() & M.next_fire_at.does_not_exist(),
     )
 

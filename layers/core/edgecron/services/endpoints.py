@@ -6,9 +6,10 @@ from edgecron import ids
 from edgecron.data import endpoints as data
 from edgecron.data import retry_policies as policy_data
 from edgecron.data import secret_box
+from edgecron.data.conditional import SAVE_ATTEMPTS
 from edgecron.data.models import EndpointModel, SigningSecret
 from edgecron.domain.signing import new_secret
-from edgecron.errors import NotFound, ParamInvalid
+from edgecron.errors import ConcurrentUpdate, NotFound, ParamInvalid
 from edgecron.schemas.endpoints import EndpointCreate, EndpointUpdate
 from edgecron.services.retry_policies import DEFAULT_ID
 from edgecron.services.target_guard import TargetRefused, check_url
@@ -29,14 +30,16 @@ def _check_policy(app_id: str, policy_id: str | None) -> None:
         raise ParamInvalid(f"retry policy {policy_id} not found", "retry_policy_id")
 
 
-def create(app_id: str, req: EndpointCreate, now_ms: int) -> tuple[EndpointModel, str]:
+def create(
+    app_id: str, req: EndpointCreate, now_ms: int, endpoint_id: str | None = None
+) -> tuple[EndpointModel, str]:
     """Create an Endpoint; its signing secret is returned once."""
     _check_target(req.url)
     _check_policy(app_id, req.retry_policy_id)
     secret = new_secret()
     endpoint = EndpointModel(
         app_id=app_id,
-        endpoint_id=ids.new_id("ep", now_ms),
+        endpoint_id=endpoint_id or ids.new_id("ep", now_ms),
         created_at=now_ms,
         updated_at=now_ms,
         secrets=[SigningSecret(secret=secret_box.seal(secret), created_at=now_ms)],
@@ -46,15 +49,25 @@ def create(app_id: str, req: EndpointCreate, now_ms: int) -> tuple[EndpointModel
     return endpoint, secret
 
 
-def get(app_id: str, endpoint_id: str) -> EndpointModel:
-    endpoint = data.get(app_id, endpoint_id)
+def get(app_id: str, endpoint_id: str, *, consistent: bool = False) -> EndpointModel:
+    endpoint = data.get(app_id, endpoint_id, consistent=consistent)
     if endpoint is None:
         raise NotFound(f"endpoint {endpoint_id} not found", "id")
     return endpoint
 
 
+def creation_secret(endpoint: EndpointModel) -> str | None:
+    """The secret the Endpoint was created with, if it was never rotated: a create that died before
+    answering never showed it, so the retry that answers for it may (api/idempotency.py)."""
+    if len(endpoint.secrets) != 1 or endpoint.secrets[0].created_at != endpoint.created_at:
+        return None
+    return secret_box.unseal(str(endpoint.secrets[0].secret))
+
+
 def update(app_id: str, endpoint_id: str, req: EndpointUpdate, now_ms: int) -> EndpointModel:
-    endpoint = get(app_id, endpoint_id)
+    """Apply the changed fields to the current item; a concurrent change (a rotation, another
+    update) makes the save fail, and the changes are applied again to what it wrote."""
+    endpoint = get(app_id, endpoint_id, consistent=True)
     changes = req.model_dump(exclude_unset=True)
     nullable = {"description", "retry_policy_id"}
     for field, value in changes.items():
@@ -64,11 +77,14 @@ def update(app_id: str, endpoint_id: str, req: EndpointUpdate, now_ms: int) -> E
         _check_target(changes["url"])
     if changes.get("retry_policy_id"):
         _check_policy(app_id, changes["retry_policy_id"])
-    for field, value in changes.items():
-        setattr(endpoint, field, value)
-    endpoint.updated_at = now_ms
-    data.save(endpoint)
-    return endpoint
+    for _ in range(SAVE_ATTEMPTS):
+        for field, value in changes.items():
+            setattr(endpoint, field, value)
+        endpoint.updated_at = now_ms
+        if data.save(endpoint):
+            return endpoint
+        endpoint = get(app_id, endpoint_id, consistent=True)
+    raise ConcurrentUpdate("the endpoint is changing concurrently; try again", "id")
 
 
 def delete(app_id: str, endpoint_id: str) -> None:
@@ -77,17 +93,21 @@ def delete(app_id: str, endpoint_id: str) -> None:
 
 def rotate_secret(app_id: str, endpoint_id: str, now_ms: int) -> tuple[EndpointModel, str]:
     """A new secret signs from now on; the previous one keeps signing for 24 h so receivers can switch."""
-    endpoint = get(app_id, endpoint_id)
+    endpoint = get(app_id, endpoint_id, consistent=True)
     secret = new_secret()
-    keep = [s for s in endpoint.secrets if s.expires_at is None or s.expires_at > now_ms]
-    if keep:
-        current = keep[0]
-        current.expires_at = now_ms + ROTATION_OVERLAP_MS
-        keep = [current]
-    endpoint.secrets = [SigningSecret(secret=secret_box.seal(secret), created_at=now_ms), *keep]
-    endpoint.updated_at = now_ms
-    data.save(endpoint)
-    return endpoint, secret
+    sealed = secret_box.seal(secret)
+    for _ in range(SAVE_ATTEMPTS):
+        keep = [s for s in endpoint.secrets if s.expires_at is None or s.expires_at > now_ms]
+        if keep:
+            current = keep[0]
+            current.expires_at = now_ms + ROTATION_OVERLAP_MS
+            keep = [current]
+        endpoint.secrets = [SigningSecret(secret=sealed, created_at=now_ms), *keep]
+        endpoint.updated_at = now_ms
+        if data.save(endpoint):
+            return endpoint, secret
+        endpoint = get(app_id, endpoint_id, consistent=True)
+    raise ConcurrentUpdate("the endpoint is changing concurrently; try again", "id")
 
 
 def active_secrets(endpoint: EndpointModel, now_ms: int) -> list[str]:

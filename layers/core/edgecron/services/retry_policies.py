@@ -7,9 +7,10 @@ from typing import cast
 from edgecron import ids
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import retry_policies as data
+from edgecron.data.conditional import SAVE_ATTEMPTS
 from edgecron.data.models import RetryPolicyModel
 from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
-from edgecron.errors import Conflict, NotFound, ParamInvalid
+from edgecron.errors import ConcurrentUpdate, Conflict, NotFound, ParamInvalid
 from edgecron.schemas.retry_policies import RetryPolicyCreate, RetryPolicyUpdate, Strategy
 
 DEFAULT_ID = "default"
@@ -33,11 +34,13 @@ def _check(base: int, maximum: int) -> None:
         raise ParamInvalid("max_delay_sec must be greater than or equal to base_delay_sec", "max_delay_sec")
 
 
-def create(app_id: str, req: RetryPolicyCreate, now_ms: int) -> RetryPolicyModel:
+def create(
+    app_id: str, req: RetryPolicyCreate, now_ms: int, policy_id: str | None = None
+) -> RetryPolicyModel:
     _check(req.base_delay_sec, req.max_delay_sec)
     policy = RetryPolicyModel(
         app_id=app_id,
-        policy_id=ids.new_id("rp", now_ms),
+        policy_id=policy_id or ids.new_id("rp", now_ms),
         created_at=now_ms,
         updated_at=now_ms,
         **req.model_dump(),
@@ -46,28 +49,34 @@ def create(app_id: str, req: RetryPolicyCreate, now_ms: int) -> RetryPolicyModel
     return policy
 
 
-def get(app_id: str, policy_id: str) -> RetryPolicyModel:
+def get(app_id: str, policy_id: str, *, consistent: bool = False) -> RetryPolicyModel:
     if policy_id == DEFAULT_ID:
         return default_model()
-    policy = data.get(app_id, policy_id)
+    policy = data.get(app_id, policy_id, consistent=consistent)
     if policy is None:
         raise NotFound(f"retry policy {policy_id} not found", "id")
     return policy
 
 
 def update(app_id: str, policy_id: str, req: RetryPolicyUpdate, now_ms: int) -> RetryPolicyModel:
+    """Apply the changed fields to the current item and check the result; a concurrent update makes
+    the save fail, and the changes are applied (and checked) again on top of it."""
     if policy_id == DEFAULT_ID:
         raise Conflict("the default retry policy cannot be changed; create your own", "id")
-    policy = get(app_id, policy_id)
+    policy = get(app_id, policy_id, consistent=True)
     changes = req.model_dump(exclude_unset=True)
     for field, value in changes.items():
         if value is None and field != "name":
             raise ParamInvalid(f"{field} cannot be null", field)
-        setattr(policy, field, value)
-    _check(int(policy.base_delay_sec), int(policy.max_delay_sec))
-    policy.updated_at = now_ms
-    data.save(policy)
-    return policy
+    for _ in range(SAVE_ATTEMPTS):
+        for field, value in changes.items():
+            setattr(policy, field, value)
+        _check(int(policy.base_delay_sec), int(policy.max_delay_sec))
+        policy.updated_at = now_ms
+        if data.save(policy):
+            return policy
+        policy = get(app_id, policy_id, consistent=True)
+    raise ConcurrentUpdate("the retry policy is changing concurrently; try again", "id")
 
 
 def delete(app_id: str, policy_id: str) -> None:

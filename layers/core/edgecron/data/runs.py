@@ -15,7 +15,7 @@ from pynamodb.exceptions import DoesNotExist
 from edgecron import ids
 from edgecron.config import get_settings
 from edgecron.data.conditional import save_if, update_if
-from edgecron.data.expiry import expires_at_s, is_alive
+from edgecron.data.expiry import is_alive, run_expires_at_s
 from edgecron.data.models import TaskRunModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain import run_states as st
@@ -58,7 +58,7 @@ def new_run(
         created_at=now_ms,
         updated_at=now_ms,
         created_key=created_key(now_ms, run_id),
-        expires_at=expires_at_s(now_ms),
+        expires_at=run_expires_at_s(now_ms, deliver_at_ms),
     )
 
 
@@ -107,6 +107,7 @@ def claim(run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskRunModel | Non
             M.attempt_count.add(1),
             M.total_attempts.add(1),
             M.updated_at.set(now_ms),
+            M.expires_at.set(run_expires_at_s(now_ms)),
         ],
         M.run_id.exists() & (waiting_and_due | expired),
     )
@@ -128,6 +129,7 @@ def _terminal_actions(status: str, now_ms: int) -> list[Any]:
         M.claim_expires_at.remove(),
         M.claimed_from.remove(),
         M.next_retry_at.remove(),
+        M.expires_at.set(run_expires_at_s(now_ms)),
     ]
 
 
@@ -174,6 +176,7 @@ def schedule_retry(
         M.claim_token.remove(),
         M.claim_expires_at.remove(),
         M.updated_at.set(now_ms),
+        M.expires_at.set(run_expires_at_s(now_ms, due_ms)),
         *_result_actions(status_code, error, error_kind),
     ]
     return update_if(run, actions, _owned(run))
@@ -202,6 +205,7 @@ def release_expired_claim(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bo
             M.claim_token.remove(),
             M.claim_expires_at.remove(),
             M.updated_at.set(now_ms),
+            M.expires_at.set(run_expires_at_s(now_ms)),
         ],
         (M.status == st.RUNNING) & (M.claim_token == run.claim_token) & (M.claim_expires_at < now_ms),
     )
@@ -245,7 +249,7 @@ def replay(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:
         M.dead_key.remove(),
         M.finished_at.remove(),
         M.updated_at.set(now_ms),
-        M.expires_at.set(expires_at_s(now_ms)),
+        M.expires_at.set(run_expires_at_s(now_ms)),
     ]
     return update_if(run, actions, M.status == st.DEAD_LETTER)
 

@@ -10,7 +10,7 @@ from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Fiel
 from pydantic import Strict as PydanticStrict
 
 MAX_PAYLOAD_BYTES = 200 * 1024  # fits one SQS message (256 KiB) with the envelope
-MAX_BODY_BYTES = 256 * 1024  # a request body: the largest payload plus the fields around it
+MAX_BODY_BYTES = 1024 * 1024  # a whole request body; a payload over its own limit still gets a 413 naming it
 MAX_JSON_DEPTH = 64  # nesting levels of a request body (its payload: 63); parsers recurse per level
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=128, strip_whitespace=True)]

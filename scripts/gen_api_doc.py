@@ -34,8 +34,40 @@ def render() -> str:
             lines.append(
                 f"| {method.upper()} | `{path}` | {operation.get('summary', '')} | {ok} | {errors} |"
             )
-    lines += ["", "Schemas: see the `components.schemas` section of `/openapi.json`.", ""]
+    lines += ["", *_limits(), "", "Schemas: see the `components.schemas` section of `/openapi.json`.", ""]
     return "\n".join(lines)
+
+
+def _limits() -> list[str]:
+    """The input limits, from the constants the API enforces."""
+    from edgecron.schemas.common import MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES
+    from edgecron.schemas.endpoints import MAX_HEADER_BYTES, MAX_HEADER_NAME, MAX_HEADER_VALUE, MAX_HEADERS
+    from edgecron.schemas.task_runs import MAX_RUN_DELAY_SEC
+
+    return [
+        "## Limits",
+        "",
+        f"- A request body is at most {MAX_BODY_BYTES // 1024} KiB (413 `PAYLOAD_TOO_LARGE`, field `body`) and",
+        f"  nests at most {MAX_JSON_DEPTH} levels (400, the field is the top-level one, e.g. `payload`); a",
+        f"  payload is at most {MAX_PAYLOAD_BYTES // 1024} KiB (413, field `payload`).",
+        '- Types are strict: `true` is not the integer 1, and `"5"` or `5.0` is not the integer 5.',
+        f"- Endpoint headers: at most {MAX_HEADERS} and {MAX_HEADER_BYTES} bytes together, names up to",
+        f"  {MAX_HEADER_NAME} and values up to {MAX_HEADER_VALUE} characters. A name is an RFC 9110 token; a value",
+        "  is visible ASCII with spaces or tabs only between characters (no leading or trailing whitespace,",
+        "  control characters, NUL, CR, LF or non-ASCII). `webhook-id`, `webhook-timestamp`,",
+        "  `webhook-signature`, `content-length`, `host` and `transfer-encoding` are set by EdgeCron. The",
+        "  error names the header: field `headers.X-Team`.",
+        f"- A direct run is due at most {MAX_RUN_DELAY_SEC // 86_400} days ahead (`delay_sec` or `deliver_at`).",
+        "- A schedule's `timezone` is a name of the IANA zone database or `UTC` (not `localtime`, `Factory`,",
+        "  `posixrules` or the `posix/` and `right/` copies); a cron step is at most its field's range",
+        "  (`*/60` seconds, `*/24` hours; `*/1000` is refused).",
+        "- `Idempotency-Key`: a repeat within 24 h answers the first response (`idempotent-replayed: true`)",
+        "  without its `secret`, which is shown once; while the first request runs, 409",
+        "  `IDEMPOTENCY_IN_PROGRESS`, until the API function's timeout has passed; the same key with",
+        "  another body, 409 `IDEMPOTENCY_KEY_REUSED`.",
+        "- A PATCH or rotation that keeps meeting concurrent changes of the same item answers 409",
+        "  `CONCURRENT_UPDATE` (it is re-applied on top of each one first; see docs/security.md).",
+    ]
 
 
 if __name__ == "__main__":

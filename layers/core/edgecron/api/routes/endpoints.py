@@ -63,7 +63,7 @@ def get_endpoint(endpoint_id: str) -> Response[str]:
     "/v1/endpoints/<endpoint_id>",
     summary="Update an Endpoint",
     tags=TAGS,
-    responses=docs(200, EndpointOut, 404),
+    responses=docs(200, EndpointOut, 404, 409),
 )
 def update_endpoint(endpoint_id: str, body: EndpointUpdate) -> Response[str]:
     endpoint = service.update(current_app_id(), endpoint_id, body, clock.to_ms(clock.now()))
@@ -82,7 +82,7 @@ def delete_endpoint(endpoint_id: str) -> Response[str]:
     "/v1/endpoints/<endpoint_id>/rotate-secret",
     summary="Rotate the signing secret",
     tags=TAGS,
-    responses=docs(200, EndpointWithSecret, 404),
+    responses=docs(200, EndpointWithSecret, 404, 409),
 )
 def rotate_secret(endpoint_id: str) -> Response[str]:
     endpoint, secret = service.rotate_secret(current_app_id(), endpoint_id, clock.to_ms(clock.now()))

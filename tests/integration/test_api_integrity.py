@@ -22,7 +22,7 @@ from edgecron.domain import run_states as st
 from edgecron.services import endpoints as endpoint_service
 from edgecron.services import retry_policies as policy_service
 from tests.integration.conftest import app_runs, new_app
-from tests.support.harness import call_api
+from tests.support.harness import call_api, timeout_sec
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 EP = {"url": "http://127.0.0.1:9/hook"}
@@ -384,10 +384,7 @@ def die_at(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> None:
 
 
 def api_timeout_s() -> int:
-    from edgecron_cli.local.template import load_template
-    from tests.support.harness import ROOT
-
-    return load_template(ROOT / "template.yaml").functions["ApiFunction"].timeout
+    return timeout_sec("api")
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -37,7 +38,19 @@ class FakeContext:
         self.invoked_function_arn = f"arn:aws:lambda:us-east-1:123456789012:function:{self.function_name}"
 
     def get_remaining_time_in_millis(self) -> int:
-        return 30_000
+        """A fresh invocation has its function's whole Timeout (template.yaml) left."""
+        return timeout_sec(self.function_name) * 1000
+
+
+@cache
+def timeout_sec(function: str) -> int:
+    """The Timeout template.yaml gives functions/<function>/ (Globals merged in)."""
+    from edgecron_cli.local.template import load_template
+
+    for spec in load_template(ROOT / "template.yaml").functions.values():
+        if spec.code_uri.rstrip("/") == f"functions/{function}":
+            return spec.timeout
+    raise KeyError(function)
 
 
 def load_function(name: str) -> ModuleType:

@@ -8,7 +8,7 @@ from typing import Any
 from pynamodb.exceptions import DeleteError, PutError, UpdateError
 from pynamodb.models import Model
 
-SAVE_ATTEMPTS = 5  # read-modify-save rounds (save_if_version) before a concurrent change is a 409
+SAVE_ATTEMPTS = 5  # read-modify-save rounds (save_if_unchanged) before a concurrent change is a 409
 
 
 def condition_failed(exc: UpdateError | PutError | DeleteError) -> bool:
@@ -36,7 +36,7 @@ def save_if(item: Model, condition: Any) -> bool:
         raise
 
 
-def save_if_version(item: Any, exists: Any) -> bool:
+def save_if_unchanged(item: Any, exists: Any) -> bool:
     """Optimistic locking for read-modify-save: write `item` whole only if its stored `version` is
     still the one read (None = written before items had versions), and move the version on."""
     model = type(item)

@@ -7,7 +7,7 @@ from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
 
-from edgecron.data.conditional import save_if_version
+from edgecron.data.conditional import save_if_unchanged
 from edgecron.data.models import EndpointModel
 from edgecron.data.paging import Page, query_page
 
@@ -27,7 +27,7 @@ def put_new(endpoint: EndpointModel) -> None:
 def save(endpoint: EndpointModel) -> bool:
     """Write the whole item only if nobody changed it since it was read (its version is the one
     read), moving the version on; a save from a stale read changes nothing and returns False."""
-    return save_if_version(endpoint, EndpointModel.endpoint_id.exists())
+    return save_if_unchanged(endpoint, EndpointModel.endpoint_id.exists())
 
 
 def delete(endpoint: EndpointModel) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
 
-from edgecron.data.conditional import save_if_version
+from edgecron.data.conditional import save_if_unchanged
 from edgecron.data.models import RetryPolicyModel
 from edgecron.data.paging import Page, query_page
 
@@ -25,7 +25,7 @@ def put_new(policy: RetryPolicyModel) -> None:
 
 def save(policy: RetryPolicyModel) -> bool:
     """Write the whole item only if nobody changed it since it was read (see data/endpoints.py)."""
-    return save_if_version(policy, RetryPolicyModel.policy_id.exists())
+    return save_if_unchanged(policy, RetryPolicyModel.policy_id.exists())
 
 
 def delete(policy: RetryPolicyModel) -> None:

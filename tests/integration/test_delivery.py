@@ -436,8 +436,12 @@ def test_inactive_or_deleted_endpoint_is_a_terminal_failure(
 
 
 def test_poison_message_in_the_dlq_dead_letters_its_run(app_key: str, receiver: Receiver) -> None:
+    """A due run whose message SQS gave up on (healthy runs: tests/integration/test_poison.py)."""
+    from tests.integration.conftest import drain_queues
+
     ep = make_endpoint(app_key, receiver.url("/p"))
-    run = create_run(app_key, ep["id"], delay_sec=600)
+    run = create_run(app_key, ep["id"])
+    drain_queues()
     body = json.dumps({"run_id": run["id"], "app_id": "x"})
     msgs = [
         {

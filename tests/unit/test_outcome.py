@@ -33,6 +33,10 @@ INACTIVE = AttemptResult(None, None, "endpoint_inactive", None)
 DELETED = AttemptResult(None, None, "endpoint_deleted", None)
 REFUSED = AttemptResult(None, "ssrf_refused: 10.0.0.7 is private", "refused", None)
 REDIRECT = AttemptResult(None, "redirect_not_followed", "redirect", None)
+INVALID_REQUEST = AttemptResult(
+    None, "invalid_header: value of header X-Team must be ASCII", "invalid_request"
+)
+INVALID_RESPONSE = AttemptResult(None, "bad status line", "invalid_response")
 
 # (id, result, outcome on attempt 1 of 3, delay on attempt 1 of 3, reason)
 # A "retry" on attempt 1 of 3 becomes "dead_letter" on attempt 3 of 3 with the reason
@@ -69,6 +73,14 @@ TABLE: list[tuple[str, AttemptResult, str, float | None, str]] = [
     ("inactive", INACTIVE, "failed", None, "endpoint inactive"),
     ("deleted", DELETED, "failed", None, "endpoint deleted"),
     ("refused", REFUSED, "failed", None, "target refused: ssrf_refused: 10.0.0.7 is private"),
+    (
+        "invalid-request",
+        INVALID_REQUEST,
+        "failed",
+        None,
+        "request not sent: invalid_header: value of header X-Team must be ASCII",
+    ),
+    ("invalid-response", INVALID_RESPONSE, "retry", 10.0, "invalid response: bad status line"),
 ]
 IDS = [row[0] for row in TABLE]
 
@@ -148,6 +160,28 @@ def test_429_retry_after_is_clamped_to_the_policy(retry_after: str, delay: float
     decision = decide(http(429, retry_after), 1, POLICY, NOW, 0.5)
     assert decision.outcome == "retry"
     assert decision.delay_sec == delay
+
+
+def test_429_with_a_huge_retry_after_waits_the_policy_maximum() -> None:
+    """A receiver's 400-digit Retry-After is a valid, very long wait: clamped, and quoted short."""
+    decision = decide(http(429, "9" * 400), 1, POLICY, NOW, 0.5)
+    assert decision.outcome == "retry" and decision.delay_sec == 600.0
+    assert decision.reason.startswith("HTTP 429 (Retry-After: 999") and len(decision.reason) < 100
+    exhausted = decide(http(429, "9" * 400), 3, POLICY, NOW, 0.5)
+    assert exhausted.outcome == "dead_letter" and len(exhausted.reason) < 150
+
+
+@pytest.mark.parametrize(
+    "retry_after", ["-5", "1.5", "soon", "\x00", "Wed, 21 Oct 2015 07:28:00 +9999", "日本"]
+)
+def test_429_with_a_negative_fractional_or_garbage_retry_after_is_terminal(retry_after: str) -> None:
+    assert decide(http(429, retry_after), 1, POLICY, NOW, 0.5) == Decision(
+        "failed", None, "HTTP 429 without a valid Retry-After"
+    )
+
+
+def test_429_with_a_far_future_date_waits_the_policy_maximum() -> None:
+    assert decide(http(429, "Fri, 31 Dec 9999 23:59:59 GMT"), 1, POLICY, NOW, 0.5).delay_sec == 600.0
 
 
 def test_429_retry_after_is_not_jittered() -> None:

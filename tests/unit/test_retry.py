@@ -11,6 +11,7 @@ import pytest
 from edgecron.domain.retry import (
     DEFAULT_POLICY,
     MAX_DELAY_SEC,
+    RETRY_AFTER_MAX_SEC,
     PolicyError,
     RetryPolicySpec,
     backoff_delay,
@@ -251,7 +252,8 @@ def test_clamp_delay() -> None:
         ("86400", 86_400.0),
         ("  120\t", 120.0),
         ("0042", 42.0),
-        ("99999999999", 99_999_999_999.0),  # not clamped here: the caller clamps
+        ("2147483647", 2_147_483_647.0),  # not clamped to a policy here: the caller clamps
+        ("99999999999", RETRY_AFTER_MAX_SEC),
     ],
 )
 def test_retry_after_delta_seconds(value: str, expected: float) -> None:
@@ -334,3 +336,60 @@ def test_retry_after_past_dates_mean_retry_now(value: str) -> None:
 )
 def test_retry_after_invalid_values(value: str | None) -> None:
     assert parse_retry_after(value, NOW) is None
+
+
+# A receiver controls Retry-After: the parser is total, whatever the value.
+
+
+@pytest.mark.parametrize("digits", [11, 400, 5_000, 100_000])
+def test_retry_after_with_huge_delta_seconds_is_the_largest_delay(digits: int) -> None:
+    """Beyond 2**31 s a delta means "very long" (as RFC 9111 treats an overflowing delta); the
+    policy's max_delay_sec then applies. A float of 400 digits overflows; int() refuses 4,300."""
+    assert RETRY_AFTER_MAX_SEC == 2_147_483_648.0
+    assert parse_retry_after("9" * digits, NOW) == RETRY_AFTER_MAX_SEC
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["Fri, 31 Dec 9999 23:59:59 GMT", "Fri Dec 31 23:59:59 9999", "Sat, 01 Jan 2090 00:00:00 GMT"],
+)
+def test_retry_after_far_future_dates_are_the_largest_delay_at_most(value: str) -> None:
+    seconds = parse_retry_after(value, NOW)
+    assert seconds is not None and 0.0 < seconds <= RETRY_AFTER_MAX_SEC
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "-" + "9" * 400,
+        "9" * 400 + ".5",
+        "Mon, 01 Jan 0001 00:00:00 +2359",
+        "Wed, 21 Oct 2015 07:28:00 +9999",
+        "Wed, 21 Oct 99999 07:28:00 GMT",
+        "Wed, 21 Oct 2015 07:28:00 GMT\x00",
+        "\x00",
+        "120\r\n",
+        "Wed, 21 Oct 2015 07:28:00 GMT, Wed, 21 Oct 2015 07:29:00 GMT",
+        "1, 2",
+        "日本",
+        "x" * 100_000,
+    ],
+)
+def test_retry_after_hostile_values_never_raise(value: str) -> None:
+    seconds = parse_retry_after(value, NOW)
+    assert seconds is None or 0.0 <= seconds <= RETRY_AFTER_MAX_SEC
+
+
+@pytest.mark.parametrize("value", [b"120", 120, 1.5, ["120"]])
+def test_retry_after_that_is_not_text_is_invalid(value: object) -> None:
+    assert parse_retry_after(value, NOW) is None  # type: ignore[arg-type]
+
+
+def test_retry_after_fuzzed_values_never_raise() -> None:
+    pieces = ["Wed,", "21", "Oct", "2015", "07:28:00", "GMT", "+9999", "-0000", "9999", "0001", "Feb", "31"]
+    pieces += ["99:99:99", "-1", "1e400", "UT", "Z", " ", ",", "\x00", "日本", "1" * 500, "+2359", "-2359"]
+    rng = random.Random(7)
+    for _ in range(5_000):
+        value = " ".join(rng.choice(pieces) for _ in range(rng.randint(1, 7)))
+        seconds = parse_retry_after(value, NOW)
+        assert seconds is None or 0.0 <= seconds <= RETRY_AFTER_MAX_SEC, value

@@ -23,6 +23,8 @@ SCAN_DURATION_MS = "ScanDurationMs"
 DUE_SCHEDULES = "DueSchedules"
 AUTO_PAUSED = "AutoPaused"
 BILLABLE_TRIGGERS = "BillableTriggers"
+ALERT_PUBLISH_FAILED = "AlertPublishFailed"  # an SNS alert that could not be published
+ENQUEUE_FAILED = "EnqueueFailed"  # delivery messages SQS did not take (the scan sends them again)
 
 
 def count(name: str, value: float = 1) -> None:

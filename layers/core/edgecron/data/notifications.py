@@ -11,7 +11,7 @@ from edgecron.data.aws import client
 from edgecron.data.expiry import expires_at_s
 from edgecron.data.models import NotificationModel
 from edgecron.data.paging import Page, query_page
-from edgecron.observability import logger
+from edgecron.observability import ALERT_PUBLISH_FAILED, count, logger
 
 
 def record(
@@ -37,7 +37,8 @@ def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: in
 
 
 def publish_alert(subject: str, message: dict[str, Any]) -> bool:
-    """Publish to the alerts topic; a failure is logged, never raised (the pause already happened)."""
+    """Publish to the alerts topic; a failure is never raised (the pause already happened) but is
+    logged and counted in the AlertPublishFailed metric, which an alarm watches."""
     arn = get_settings().alerts_topic_arn
     if not arn:
         return False
@@ -46,4 +47,5 @@ def publish_alert(subject: str, message: dict[str, Any]) -> bool:
         return True
     except Exception:
         logger.exception("could not publish the alert", extra={"subject": subject})
+        count(ALERT_PUBLISH_FAILED)
         return False

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from edgecron import clock
 from edgecron.config import get_settings
 from edgecron.data.aws import client
-from edgecron.observability import logger
+from edgecron.observability import ENQUEUE_FAILED, count, logger
 
 MAX_DELAY_SEC = 900  # SQS DelaySeconds limit
 
@@ -40,7 +40,9 @@ def _delay(seconds: float) -> int:
 
 
 def send_deliveries(messages: Sequence[DeliveryMessage], *, retry: bool = False) -> list[str]:
-    """Send in batches of 10; return the run ids whose send failed (the scan will redispatch them)."""
+    """Send in batches of 10; return the run ids whose send failed (the scan will redispatch them).
+    A failure does not raise (the runs are stored, the scan recovers them) but is counted in the
+    EnqueueFailed metric, one per message, which an alarm watches."""
     settings = get_settings()
     url = settings.retry_queue_url if retry else settings.delivery_queue_url
     failed: list[str] = []
@@ -59,6 +61,8 @@ def send_deliveries(messages: Sequence[DeliveryMessage], *, retry: bool = False)
             continue
         for item in result.get("Failed", []):
             failed.append(chunk[int(item["Id"])].run_id)
+    if failed:
+        count(ENQUEUE_FAILED, len(failed))
     return failed
 
 

@@ -225,7 +225,9 @@ def drop_from_wake_index(run: TaskRunModel) -> bool:
 
 
 def poison(run: TaskRunModel, now_ms: int, reason: str) -> bool:
-    """A message the queue gave up on: its run becomes a dead letter unless it already finished."""
+    """A message the queue gave up on: its run becomes a dead letter only while it is stuck -- due and
+    still waiting, or claimed by a worker whose claim expired. A run a live worker holds, or whose next
+    attempt is not due yet, is left alone (the message was a stale duplicate)."""
     actions = [
         *_terminal_actions(st.DEAD_LETTER, now_ms),
         M.last_error.set(reason),
@@ -233,7 +235,10 @@ def poison(run: TaskRunModel, now_ms: int, reason: str) -> bool:
         M.dl_app_id.set(run.app_id),
         M.dead_key.set(created_key(now_ms, run.run_id)),
     ]
-    return update_if(run, actions, M.status.is_in(st.PENDING, st.RETRY_SCHEDULED, st.RUNNING))
+    stuck = (M.status.is_in(*st.WAITING) & (M.deliver_at <= now_ms)) | (
+        (M.status == st.RUNNING) & (M.claim_expires_at < now_ms)
+    )
+    return update_if(run, actions, stuck)
 
 
 def replay(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:

@@ -10,8 +10,10 @@ attempt                               retryable?   outcome
 ``endpoint_inactive``                 no           ``failed`` "endpoint inactive"
 ``endpoint_deleted``                  no           ``failed`` "endpoint deleted"
 ``refused`` (SSRF and similar)        no           ``failed`` "target refused: ..."
+``invalid_request`` (not sendable)    no           ``failed`` "request not sent: ..."
 ``timeout``                           yes          "timeout"
 ``network``                           yes          "network error: ..."
+``invalid_response`` (broken HTTP)    yes          "invalid response: ..."
 ``redirect`` or HTTP 3xx              no           ``failed``, redirects are not followed
 HTTP 2xx                              --           ``success``
 HTTP 429 with a valid Retry-After     yes          delay = Retry-After clamped to
@@ -27,6 +29,11 @@ A retryable failure on attempt ``n >= policy.max_attempts`` becomes
 ``dead_letter`` ("attempts exhausted (n of max): <reason>"); otherwise it is
 ``retry`` with ``delay_sec`` from :func:`~edgecron.domain.retry.backoff_delay`
 (or from Retry-After for a 429).
+
+An ``invalid_request`` is a request that could not be put on the wire as stored (a header value
+that cannot be encoded, say): sending it again fails the same way, so it is terminal. An
+``invalid_response`` is an answer that is not HTTP (a garbage status line, a header line beyond the
+client's limits): a receiver may recover from that, so it is retried like a network error.
 
 The non-HTTP error kinds win over ``status_code``: an attempt that timed out
 while reading the body of a 200 is a timeout, and is retried (receivers
@@ -58,12 +65,15 @@ ErrorKind = Literal[
     "endpoint_inactive",
     "endpoint_deleted",
     "refused",
+    "invalid_request",
+    "invalid_response",
 ]
 Outcome = Literal["success", "retry", "failed", "dead_letter"]
 
 SUMMARY_LIMIT: Final = 1024
 TRUNCATION_MARKER: Final = "\u2026"  # "…", 3 bytes in UTF-8
 _MARKER_BYTES: Final = len(TRUNCATION_MARKER.encode("utf-8"))
+_QUOTE_LIMIT: Final = 40  # characters of a receiver's Retry-After quoted in a reason
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,12 @@ def _with_detail(label: str, error: str | None) -> str:
     return error if error.startswith(f"{label}:") else f"{label}: {error}"
 
 
+def _quote(raw: str) -> str:
+    """A receiver's header value, bounded, for a reason stored on the run."""
+    text = raw.strip()
+    return text if len(text) <= _QUOTE_LIMIT else text[: _QUOTE_LIMIT - 1] + TRUNCATION_MARKER
+
+
 def _classify(result: AttemptResult, now: datetime) -> _Verdict:
     kind = result.error_kind
     status = result.status_code
@@ -108,10 +124,14 @@ def _classify(result: AttemptResult, now: datetime) -> _Verdict:
         return _Verdict("terminal", "endpoint deleted")
     if kind == "refused":
         return _Verdict("terminal", _with_detail("target refused", result.error))
+    if kind == "invalid_request":
+        return _Verdict("terminal", _with_detail("request not sent", result.error))
     if kind == "timeout":
         return _Verdict("retryable", "timeout")
     if kind == "network":
         return _Verdict("retryable", _with_detail("network error", result.error))
+    if kind == "invalid_response":
+        return _Verdict("retryable", _with_detail("invalid response", result.error))
     if kind == "redirect" and (status is None or not 300 <= status <= 399):
         return _Verdict("terminal", "redirect not followed")
 
@@ -131,7 +151,7 @@ def _classify(result: AttemptResult, now: datetime) -> _Verdict:
         seconds = parse_retry_after(raw, now)
         if raw is None or seconds is None:
             return _Verdict("terminal", "HTTP 429 without a valid Retry-After")
-        return _Verdict("retryable", f"HTTP 429 (Retry-After: {raw.strip()})", seconds)
+        return _Verdict("retryable", f"HTTP 429 (Retry-After: {_quote(raw)})", seconds)
     if 400 <= status <= 499:
         return _Verdict("terminal", f"HTTP {status}")
     if 500 <= status <= 599:

@@ -44,6 +44,12 @@ MAX_DELAY_SEC: Final = 86_400  # 24 h
 # clamp always wins. Capping avoids building huge integers for absurd inputs.
 _MAX_EXPONENT: Final = 32
 
+# The longest wait a Retry-After can ask for (2**31 s, about 68 years): a larger delta-seconds or a
+# later date means the same, as RFC 9111 section 1.2.2 treats an overflowing delta. Far above any
+# policy's max_delay_sec, so the policy always decides; and a float never overflows on the way.
+RETRY_AFTER_MAX_SEC: Final = 2_147_483_648.0
+_MAX_DELTA_DIGITS: Final = len(str(int(RETRY_AFTER_MAX_SEC)))
+
 _DELTA_SECONDS = re.compile(r"[0-9]+")
 
 
@@ -142,11 +148,12 @@ def clamp_delay(seconds: float, policy: RetryPolicySpec) -> float:
     return min(max(float(seconds), float(MIN_DELAY_SEC)), float(policy.max_delay_sec))
 
 
-def parse_retry_after(value: str | None, now: datetime) -> float | None:
+def parse_retry_after(value: object, now: datetime) -> float | None:
     """Parse a ``Retry-After`` header value (RFC 9110 section 10.2.3).
 
     Returns the number of seconds from ``now`` to wait, or ``None`` when the
-    value is absent or invalid:
+    value is absent or invalid. Total: a receiver chooses this text, so no
+    value raises.
 
     * delta-seconds: ASCII digits only (``"120"``); a sign, a fraction
       (``"1.5"``) or anything else makes it invalid;
@@ -155,29 +162,31 @@ def parse_retry_after(value: str | None, now: datetime) -> float | None:
       UTC. A date at or before ``now`` means "retry now" and returns ``0.0``;
       callers clamp to their 1 s floor (see :func:`clamp_delay`).
 
-    Surrounding whitespace is ignored. A naive ``now`` is taken as UTC.
+    Either form is capped at :data:`RETRY_AFTER_MAX_SEC` (a delta of 400
+    digits is a valid, very long wait). Surrounding whitespace is ignored; a
+    value that is not text is invalid. A naive ``now`` is taken as UTC.
     The result is not clamped to any policy maximum.
     """
-    if value is None:
+    if not isinstance(value, str):
         return None
     text = value.strip()
     if not text:
         return None
     if _DELTA_SECONDS.fullmatch(text):
-        return float(int(text))
+        digits = text.lstrip("0") or "0"
+        if len(digits) > _MAX_DELTA_DIGITS:  # also keeps int() below its 4,300-digit limit
+            return RETRY_AFTER_MAX_SEC
+        return min(float(int(digits)), RETRY_AFTER_MAX_SEC)
     if not any(c.isalpha() for c in text):
         # Not delta-seconds, and no HTTP-date lacks a month name: "-1", "1.5", "1e3".
         return None
     try:
         when = parsedate_to_datetime(text)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        if now.tzinfo is None:
+            now = now.replace(tzinfo=UTC)
+        seconds = (when - now).total_seconds()
     except (ValueError, TypeError, IndexError, OverflowError):
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    if now.tzinfo is None:
-        now = now.replace(tzinfo=UTC)
-    try:
-        seconds = (when - now).total_seconds()
-    except OverflowError:  # pragma: no cover - datetime arithmetic stays in range
-        return None
-    return max(seconds, 0.0)
+    return min(max(seconds, 0.0), RETRY_AFTER_MAX_SEC)

@@ -22,6 +22,8 @@ ErrorKindName = Literal[
     "endpoint_inactive",
     "endpoint_deleted",
     "refused",
+    "invalid_request",
+    "invalid_response",
     "poison",
     "quota",
 ]

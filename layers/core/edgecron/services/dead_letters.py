@@ -1,16 +1,32 @@
-"""The DLQ consumer's use case: a message SQS gave up on makes its run a dead letter with the reason."""
+"""The DLQ consumer's use case: a message SQS gave up on makes its run a dead letter with the reason,
+if the run is stuck with that message. SQS may also hand over a stale duplicate: the message of a run
+that a live worker holds, or whose next attempt another message already scheduled; that run is healthy
+and keeps going."""
 
 from __future__ import annotations
 
 from edgecron import clock
 from edgecron.data import runs as run_data
+from edgecron.data.models import TaskRunModel
 from edgecron.domain import run_states as st
 from edgecron.observability import DEAD_LETTERED, count, logger
-from edgecron.services.delivery import after_run_finished, parse_message
+from edgecron.services.delivery import after_run_finished, parse_message, record_lost_attempt
+
+
+def _healthy(run: TaskRunModel, now_ms: int) -> str | None:
+    """Why the run is not stuck with the message (None: it is)."""
+    if run.status in st.TERMINAL:
+        return "already_final"
+    if run.status == st.RUNNING and run.claim_expires_at is not None and run.claim_expires_at >= now_ms:
+        return "in_flight"
+    if run.status in st.WAITING and run.deliver_at is not None and run.deliver_at > now_ms:
+        return "scheduled"
+    return None
 
 
 def handle_poison(body: str, receive_count: int) -> str:
-    """Returns what happened: dead_lettered | already_final | unknown_run | unparseable."""
+    """Returns what happened: dead_lettered | already_final | in_flight | scheduled | unknown_run |
+    unparseable."""
     try:
         run_id, _ = parse_message(body)
     except ValueError:
@@ -21,9 +37,18 @@ def handle_poison(body: str, receive_count: int) -> str:
         logger.warning("DLQ message for an unknown run", extra={"run_id": run_id})
         return "unknown_run"
     now_ms = clock.to_ms(clock.now())
+    healthy = _healthy(run, now_ms)
+    if healthy is not None:
+        logger.info("stale DLQ message for a healthy run", extra={"run_id": run_id, "state": healthy})
+        return healthy
+    died_mid_attempt = run.status == st.RUNNING  # the write below refreshes `run`
+    seq, attempt_no = int(run.total_attempts), int(run.attempt_count)
     reason = f"poison message: delivery failed {receive_count} times without an answer from the worker"
     if run_data.poison(run, now_ms, reason):
+        if died_mid_attempt:  # history keeps one Attempt per HTTP call
+            record_lost_attempt(run, seq, attempt_no, now_ms)
         count(DEAD_LETTERED)
         after_run_finished(run, st.DEAD_LETTER, now_ms)
         return "dead_lettered"
-    return "already_final"
+    fresh = run_data.get(run_id, consistent=True)  # it changed since it was read: say how
+    return (_healthy(fresh, now_ms) if fresh is not None else None) or "already_final"

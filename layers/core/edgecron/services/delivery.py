@@ -1,5 +1,10 @@
 """The worker's use case: claim a Task Run, make one signed HTTP attempt, record it, decide what
-happens next (success, retry, failure, dead letter) and store that before anything is enqueued."""
+happens next (success, retry, failure, dead letter) and store that before anything is enqueued.
+
+An attempt never outlives the worker's invocation: its deadline is the endpoint's ``timeout_ms`` or the
+function's own deadline minus :data:`FINISH_MARGIN_SEC` (the time recording the result takes), whichever
+comes first. A message that arrives with less than :data:`MIN_ATTEMPT_SEC` of that left is not claimed
+at all: it is sent again to the queue for a fresh invocation, and nothing is recorded."""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from edgecron.data.expiry import expires_at_s
 from edgecron.data.models import AttemptModel, EndpointModel, TaskRunModel
 from edgecron.data.queues import MAX_DELAY_SEC, DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
+from edgecron.domain.http_headers import header_problem, is_reserved
 from edgecron.domain.outcome import AttemptResult, Decision, decide
 from edgecron.domain.retry import DEFAULT_POLICY
 from edgecron.domain.signing import webhook_headers
@@ -42,6 +48,8 @@ from edgecron.services.retry_policies import resolve_spec
 
 _rng = random.SystemRandom()
 EARLY_MS = 1_000  # how early a message may be claimed (SQS delays are whole seconds)
+FINISH_MARGIN_SEC = 3.0  # kept after an attempt to record it, before the function's deadline
+MIN_ATTEMPT_SEC = 1.0  # less than this left (after the margin): the message waits for a new invocation
 
 
 @dataclass(frozen=True)
@@ -62,8 +70,14 @@ def parse_message(body: str) -> tuple[str, str]:
     return data["run_id"], data["app_id"]
 
 
-def deliver(run_id: str) -> DeliveryReport:
-    """Process one delivery message. Raises only on infrastructure errors (SQS will redeliver)."""
+def deliver(run_id: str, app_id: str = "", function_ends_by: float | None = None) -> DeliveryReport:
+    """Process one delivery message. Raises only on infrastructure errors (SQS will redeliver).
+
+    ``function_ends_by`` is the invocation's deadline as a ``time.monotonic()`` instant (from the
+    Lambda context), ``None`` for no limit but the endpoint's timeout."""
+    ends_by = None if function_ends_by is None else function_ends_by - FINISH_MARGIN_SEC
+    if ends_by is not None and ends_by - time.monotonic() < MIN_ATTEMPT_SEC:
+        return _requeue_for_time(run_id, app_id)
     now = clock.now()
     now_ms = clock.to_ms(now)
     run = run_data.claim(run_id, now_ms, early_ms=EARLY_MS)
@@ -81,8 +95,16 @@ def deliver(run_id: str) -> DeliveryReport:
             run, endpoint, now, None, AttemptResult(None, "endpoint inactive", "endpoint_inactive")
         )
     _wait_until_due(run, now_ms)
-    outcome = _attempt(run, endpoint, clock.to_ms(clock.now()))
+    outcome = _attempt(run, endpoint, clock.to_ms(clock.now()), ends_by)
     return _conclude(run, endpoint, clock.now(), outcome, outcome.result)
+
+
+def _requeue_for_time(run_id: str, app_id: str) -> DeliveryReport:
+    """Too little of the invocation is left for an attempt: hand the message to a new invocation."""
+    if send_deliveries([DeliveryMessage(run_id, app_id)], retry=True):
+        raise RuntimeError("could not requeue a delivery the invocation had no time left for")
+    logger.info("delivery requeued: the invocation is about to end", extra={"run_id": run_id})
+    return DeliveryReport(run_id, "requeued")
 
 
 def _wait_until_due(run: TaskRunModel, now_ms: int) -> None:
@@ -112,17 +134,35 @@ def _request_body(run: TaskRunModel, method: str) -> bytes | None:
     return json.dumps(run.payload, separators=(",", ":")).encode()
 
 
-def _attempt(run: TaskRunModel, endpoint: EndpointModel, now_ms: int) -> HttpOutcome:
+def _custom_headers(endpoint: EndpointModel) -> tuple[dict[str, str], str | None]:
+    """The endpoint's own headers that can be sent, or why they cannot. A header stored by an older
+    version may break today's rule: a name EdgeCron sets is left out (EdgeCron's value wins), any other
+    unsendable name or value fails the attempt before a byte is sent."""
+    headers: dict[str, str] = {}
+    for name, value in dict(endpoint.headers or {}).items():
+        if isinstance(name, str) and is_reserved(name):
+            continue
+        problem = header_problem(name, value)
+        if problem is not None:
+            return {}, problem
+        headers[name] = value
+    return headers, None
+
+
+def _attempt(run: TaskRunModel, endpoint: EndpointModel, now_ms: int, ends_by: float | None) -> HttpOutcome:
+    custom, problem = _custom_headers(endpoint)
+    if problem is not None:
+        return HttpOutcome(AttemptResult(None, f"invalid_header: {problem}", "invalid_request"), 0, None)
     body = _request_body(run, endpoint.method)
     headers = {
-        **dict(endpoint.headers or {}),
+        **custom,
         "user-agent": USER_AGENT,
         "content-type": "application/json",
         "edgecron-attempt": str(int(run.attempt_count)),
     }
     secrets = endpoint_service.active_secrets(endpoint, now_ms)
     headers.update(webhook_headers(secrets, run.run_id, now_ms // 1000, body or b""))
-    return send(endpoint.method, endpoint.url, headers, body, int(endpoint.timeout_ms))
+    return send(endpoint.method, endpoint.url, headers, body, int(endpoint.timeout_ms), ends_by=ends_by)
 
 
 def _trace_id() -> str | None:

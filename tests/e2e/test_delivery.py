@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -122,7 +123,12 @@ def test_exhaustion_dead_letter_replay_success(api: Api, receiver: Receiver) -> 
     r = run(api, ep["id"])
     dead = api.wait_run(r["id"], terminal)
     assert dead["status"] == "dead_letter"
-    listed = api.ok("GET", "/v1/dead-letters", endpoint_id=ep["id"])["data"]
+    deadline = time.monotonic() + 5  # the list reads the dead-letter index, which lags its table
+    while True:
+        listed = api.ok("GET", "/v1/dead-letters", endpoint_id=ep["id"])["data"]
+        if listed or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert [d["id"] for d in listed] == [r["id"]]
     api.ok("POST", f"/v1/dead-letters/{r['id']}/replay")
     final = api.wait_run(r["id"], lambda x: x["status"] == "success")

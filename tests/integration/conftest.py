@@ -56,6 +56,41 @@ def _atomic_aws_calls() -> None:
 
 
 _atomic_aws_calls()
+
+# AWS fidelity: limits, index lag, TTL deletion (docs/local-stack.md, "What the emulator imitates") ---
+from tests.support.aws_fidelity import IndexTime, TtlDeletion, install_for_tests  # noqa: E402
+
+FIDELITY = install_for_tests()
+assert FIDELITY.lag is not None
+INDEX_TIME = IndexTime(FIDELITY.lag)
+DEFAULT_INDEX_LAG_MS = INDEX_TIME.lag_ms
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "index_lag(ms): how long index reads lag their tables by the injected clock (0 = off)"
+    )
+
+
+@pytest.fixture(autouse=True)
+def index_time(request: pytest.FixtureRequest) -> Iterator[IndexTime]:
+    """Every test starts with settled indexes and the lag its marker (nearest first) or the default
+    sets; the test can settle the indexes or read unlagged through this fixture."""
+    marker = request.node.get_closest_marker("index_lag")
+    INDEX_TIME.set_lag(float(marker.args[0]) if marker else DEFAULT_INDEX_LAG_MS)
+    INDEX_TIME.settle()
+    yield INDEX_TIME
+    INDEX_TIME.set_lag(DEFAULT_INDEX_LAG_MS)
+    INDEX_TIME.settle()
+
+
+@pytest.fixture
+def ttl() -> TtlDeletion:
+    """`ttl.sweep()` deletes every item DynamoDB's TTL may have deleted by the injected clock's time."""
+    return TtlDeletion()
+
+
+# ------------------------------------------------------------------------------------------------------
 PROVISIONED = provision_from_template(ROOT / "template.yaml", secret_values={"AdminKeySecret": ADMIN_KEY})
 os.environ.update(PROVISIONED.environment())
 os.environ.update({"ALLOWED_CIDRS": "127.0.0.0/8,::1/128", "ALLOW_HTTP": "true", "CLAIM_SEC": "60"})
@@ -112,11 +147,12 @@ def retire_schedules() -> None:
 
 def app_runs(app_id: str) -> list[Any]:
     """Every Task Run of the App, newest first: the keys-only `by_app` index gives the ids, a
-    consistent batch get the items."""
+    consistent batch get the items. The test observes: its reads do not lag."""
     from edgecron.data import runs as run_data
     from edgecron.data.models import TaskRunModel as R
 
-    ids = [entry.run_id for entry in R.by_app.query(app_id, scan_index_forward=False)]
+    with INDEX_TIME.unlagged():
+        ids = [entry.run_id for entry in R.by_app.query(app_id, scan_index_forward=False)]
     found = {run.run_id: run for run in run_data.get_many(ids)}
     return [found[run_id] for run_id in ids if run_id in found]
 

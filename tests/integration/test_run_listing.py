@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from edgecron import clock
 from edgecron.data import runs as run_data
 from edgecron.data.models import TaskRunModel
@@ -14,6 +16,10 @@ from tests.support.harness import call_api
 
 STATUSES = [st.PENDING, st.SUCCESS, st.FAILED, st.CANCELLED]
 SOURCES = ["direct", "event", "schedule"]
+
+# Index lag off: these tests list runs right after writing them, and the run list reads the `by_app`
+# index, which shows a new run only once the index caught up (as in DynamoDB).
+pytestmark = pytest.mark.index_lag(0)
 
 
 def seed_runs(app_id: str, n: int, base_ms: int) -> list[TaskRunModel]:

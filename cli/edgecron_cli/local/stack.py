@@ -21,6 +21,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from edgecron_cli.local import fidelity, ttl
 from edgecron_cli.local.event_sources import ScheduleSource, SqsPoller
 from edgecron_cli.local.gateway import CFN_RESPONSE_PATH, Gateway
 from edgecron_cli.local.intrinsics import REGION, STACK_ID
@@ -32,6 +33,7 @@ from edgecron_cli.local.moto_server import (
     QueueWaiter,
     handler_environment,
     start_moto,
+    table_items,
 )
 from edgecron_cli.local.provision import DEFAULT_PREFIX, AwsClients, Provisioned, provision
 from edgecron_cli.local.snapshot import (
@@ -95,6 +97,7 @@ class LocalStack:
         self._provisioned: Provisioned | None = None
         self._custom_resources: dict[str, dict[str, Any]] = {}
         self._saved_changes = -1
+        self._fidelity: fidelity.AwsFidelity | None = None
 
     def run(self) -> int:
         """Start, snapshot every few seconds until asked to stop, shut down; the exit status."""
@@ -131,6 +134,11 @@ class LocalStack:
             ) from exc
         endpoint = self._moto.endpoint_url
         log.info("moto (AWS APIs) on %s", endpoint)
+        self._fidelity = fidelity.install_for_local_stack()
+        log.info(
+            "AWS limits enforced; index reads lag %.0f ms (EDGECRON_LOCAL_GSI_LAG_MS)",
+            self._fidelity.lag.lag_ms if self._fidelity.lag else 0,
+        )
         session = boto3.session.Session(
             aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
         )
@@ -185,6 +193,18 @@ class LocalStack:
             log.info("asked the scan to re-enqueue non-terminal runs from DynamoDB")
         sources: list[ScheduleSource | SqsPoller] = [*schedules, *self._pollers(template, session, endpoint)]
         self._threads = [threading.Thread(target=s.run, name=s.name, daemon=True) for s in sources]
+        sweep_sec = ttl.local_sweep_interval()
+        if sweep_sec > 0:
+            sweeper = ttl.TtlSweeper(clients.dynamodb, table_items)
+            self._threads.append(
+                threading.Thread(
+                    target=ttl.run_sweeps,
+                    args=(sweeper, sweep_sec, self.stop_requested),
+                    name="ttl",
+                    daemon=True,
+                )
+            )
+            log.info("expired items are deleted every %.0f s (EDGECRON_LOCAL_TTL_SWEEP_SEC)", sweep_sec)
         for thread in self._threads:
             thread.start()
         self._write_local_json(self._default_app(snapshot))
@@ -356,6 +376,8 @@ class LocalStack:
         if self._moto is not None:
             log.info("stopping moto")
             self._moto.stop()
+        if self._fidelity is not None:
+            self._fidelity.uninstall()
         log.info("stopped")
 
 

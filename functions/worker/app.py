@@ -1,6 +1,7 @@
 """Worker function: SQS delivery/retry messages → one attempt each, the records of a batch concurrently."""
 
 import asyncio
+import contextvars
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,7 +25,9 @@ deliveries = ThreadPoolExecutor(max_workers=10, thread_name_prefix="delivery")
 
 async def record_handler(record: SQSRecord) -> str:
     run_id, _ = parse_message(record.body)  # a malformed message fails until SQS moves it to the DLQ
-    report = await asyncio.get_running_loop().run_in_executor(deliveries, deliver, run_id)
+    # The executor's threads do not inherit context variables: carry the invocation's into each one.
+    context = contextvars.copy_context()
+    report = await asyncio.get_running_loop().run_in_executor(deliveries, context.run, deliver, run_id)
     return report.outcome
 
 

@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_FLAGS ?= -q
 
-.PHONY: setup local test lint typecheck template build unit integration e2e bench deploy clean
+.PHONY: setup local test lint typecheck template build unit integration e2e bench deploy clean iam-permissions
 
 ## setup: create .venv with everything the project needs (idempotent)
 setup: $(VENV)/.installed
@@ -57,11 +57,17 @@ e2e: setup
 	@echo "==> e2e tests (the local stack as a process, real HTTP)"
 	@$(BIN)/pytest $(PYTEST_FLAGS) tests/e2e
 
+## iam-permissions: regenerate tests/iam/permissions.json (what each function calls) from the
+## integration tests, which then observe every call instead of refusing any
+iam-permissions: setup
+	EDGECRON_IAM_RECORD=1 $(BIN)/pytest $(PYTEST_FLAGS) tests/integration
+
 ## bench: run the benchmarks (prints a table, writes bench/results.json)
 bench: setup
 	$(BIN)/python -m bench
 
-## deploy: build and deploy to your AWS account (the compensation runs on every deploy)
+## deploy: build and deploy to your AWS account. The catch-up runs on every deploy that changes a
+## function (its published version changes); the nonce makes it run even when nothing changed.
 deploy: build
 	.venv-sam/bin/sam deploy --parameter-overrides DeployNonce=$$(date +%s)
 

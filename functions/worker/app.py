@@ -1,6 +1,7 @@
 """Worker function: SQS delivery/retry messages → one attempt each, the records of a batch concurrently."""
 
 import asyncio
+import contextvars
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,14 +22,19 @@ processor = AsyncBatchProcessor(event_type=EventType.SQS)
 # One thread per record of a full batch: asyncio's default executor has only cpu_count + 4 threads
 # (6 on a 2-vCPU function), which would serialize a batch of 10 slow endpoints into two rounds.
 deliveries = ThreadPoolExecutor(max_workers=10, thread_name_prefix="delivery")
-# This invocation's deadline (time.monotonic()): no attempt of the batch may outlive it.
-_invocation = {"ends_by": 0.0}
+# This invocation's deadline (time.monotonic()): no attempt of the batch may outlive it. A context
+# variable, so concurrent invocations in one process (the local stack) keep their own.
+_ends_by: contextvars.ContextVar[float] = contextvars.ContextVar("ends_by", default=0.0)
 
 
 async def record_handler(record: SQSRecord) -> str:
     run_id, app_id = parse_message(record.body)  # a malformed message fails until SQS moves it to the DLQ
-    ends_by = _invocation["ends_by"]
-    report = await asyncio.get_running_loop().run_in_executor(deliveries, deliver, run_id, app_id, ends_by)
+    ends_by = _ends_by.get()
+    # The executor's threads do not inherit context variables: carry the invocation's into each one.
+    context = contextvars.copy_context()
+    report = await asyncio.get_running_loop().run_in_executor(
+        deliveries, context.run, deliver, run_id, app_id, ends_by
+    )
     return report.outcome
 
 
@@ -36,7 +42,7 @@ async def record_handler(record: SQSRecord) -> str:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    _invocation["ends_by"] = time.monotonic() + context.get_remaining_time_in_millis() / 1000
+    _ends_by.set(time.monotonic() + context.get_remaining_time_in_millis() / 1000)
     return async_process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

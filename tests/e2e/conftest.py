@@ -7,6 +7,10 @@ Environment:
 - EDGECRON_LOCAL_SCAN_INTERVAL: seconds between scans (default 2; the stack's default is every minute).
   A test module can also parametrize `local_stack` indirectly with the interval.
 - EDGECRON_LOCAL_ROOT: run the stack from another checkout (e.g. stand-in handlers) instead of this one.
+
+Every stack checks each function's AWS calls against its role in template.yaml and records the calls
+it refuses in its state dir: a test during which a stack recorded one fails, even if the code
+swallowed the error.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import requests
@@ -31,6 +36,7 @@ RUN_MARK = "--- edgecron local, run "
 START_TIMEOUT_SEC = 60.0
 STOP_TIMEOUT_SEC = 45.0
 DEFAULT_SCAN_INTERVAL = "2"
+DENIALS_FILE = "iam-denials.jsonl"
 
 
 def free_port() -> int:
@@ -42,6 +48,8 @@ def free_port() -> int:
 
 class LocalStackProcess:
     """One `edgecron local` process; restart() keeps its ports and state dir, like a developer would."""
+
+    started: ClassVar[list[LocalStackProcess]] = []  # every stack of the session, for the IAM denial check
 
     def __init__(
         self,
@@ -91,6 +99,9 @@ class LocalStackProcess:
             "EDGECRON_LOCAL_SCAN_INTERVAL": self.scan_interval,
         }
         self._runs += 1
+        refused = len(self.denials())
+        if self not in LocalStackProcess.started:
+            LocalStackProcess.started.append(self)
         with self._lock:
             self._lines.append(f"{RUN_MARK}{self._runs} ---\n")
         self._process = subprocess.Popen(
@@ -138,6 +149,8 @@ class LocalStackProcess:
             if time.monotonic() > deadline:
                 pytest.fail(f"GET /openapi.json never answered 200:\n{self.output()}")
             time.sleep(0.2)
+        if self.denials()[refused:]:  # the start-up (catch-up, default App) made a refused call
+            pytest.fail("\n".join(["AWS would refuse (IAM):", *self.denials()[refused:]]), pytrace=False)
 
     def stop(self) -> int:
         """SIGINT (Ctrl-C) and wait for a clean exit; the exit status."""
@@ -166,6 +179,19 @@ class LocalStackProcess:
         assert status == 0, f"the local stack exited with {status}:\n{self.output()}"
         self.start()
 
+    def denials(self) -> list[str]:
+        """The calls IAM refused so far (one line each: function, action, resource)."""
+        path = self.state_dir / DENIALS_FILE
+        if not path.is_file():
+            return []
+        found = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            denial = json.loads(line)
+            found.append(
+                f"AccessDenied: {denial['function']} may not {denial['action']} on {denial['resource']}"
+            )
+        return found
+
     def _last_run(self) -> str:
         output = self.output()
         return output[output.rfind(RUN_MARK) :]
@@ -182,6 +208,37 @@ class LocalStackProcess:
             if self._reader is not None:
                 self._reader.join(5)
             pytest.fail(f"the local stack {what} (status {self._process.returncode}):\n{self.output()}")
+
+
+def _all_denials() -> dict[Path, int]:
+    return {stack.state_dir: len(stack.denials()) for stack in LocalStackProcess.started}
+
+
+@pytest.fixture(autouse=True)
+def _no_access_denied() -> Iterator[None]:
+    """A call AWS would refuse (IAM, template.yaml) fails the test during which a stack made it."""
+    before = _all_denials()
+    yield
+    new = [
+        line
+        for stack in LocalStackProcess.started
+        for line in stack.denials()[before.get(stack.state_dir, 0) :]
+    ]
+    if new:
+        pytest.fail("AWS would refuse these calls (IAM, template.yaml):\n" + "\n".join(new), pytrace=False)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Any refused call of any stack fails the session, whenever it happened."""
+    refused = [line for stack in LocalStackProcess.started for line in stack.denials()]
+    if refused:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line("AWS would refuse these calls (IAM, template.yaml):", red=True)
+            for line in refused:
+                reporter.write_line(f"  {line}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

@@ -32,6 +32,7 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 from moto import mock_aws
 
 from edgecron_cli.local.provision import provision_from_template
+from tests.support import iam as iam_support
 from tests.support.harness import ROOT, call_api, invoke, sqs_event
 
 ADMIN_KEY = "test-admin-key-0123456789"
@@ -92,6 +93,7 @@ def ttl() -> TtlDeletion:
 
 # ------------------------------------------------------------------------------------------------------
 PROVISIONED = provision_from_template(ROOT / "template.yaml", secret_values={"AdminKeySecret": ADMIN_KEY})
+IAM = iam_support.install(PROVISIONED)  # each handler's calls are checked against its role
 os.environ.update(PROVISIONED.environment())
 os.environ.update({"ALLOWED_CIDRS": "127.0.0.0/8,::1/128", "ALLOW_HTTP": "true", "CLAIM_SEC": "60"})
 
@@ -115,6 +117,27 @@ def drain_queues() -> None:
         q = backend.queues[info.name]
         q._messages.clear()
         q._pending_messages.clear()
+
+
+@pytest.fixture(autouse=True)
+def _no_access_denied() -> Iterator[None]:
+    """A call AWS would refuse fails the test, even when the code logs and swallows the error."""
+    seen = len(IAM.denials)
+    yield
+    if len(IAM.denials) > seen:
+        pytest.fail(iam_support.describe(IAM.denials[seen:]), pytrace=False)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The session fails on any refused call and on calls the permission matrix does not list."""
+    problems = iam_support.session_problems(IAM)
+    if problems:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            for problem in problems:
+                reporter.write_line(problem, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,8 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlencode
 
+from tests.support.iam import acting_as
+
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
 
@@ -67,7 +69,10 @@ def load_function(name: str) -> ModuleType:
 
 
 def invoke(name: str, event: dict[str, Any]) -> Any:
-    return load_function(name).lambda_handler(event, FakeContext(name))
+    """Run the handler as functions/<name>: its AWS calls are that function's (IAM, cache keys)."""
+    handler = load_function(name).lambda_handler
+    with acting_as(name):
+        return handler(event, FakeContext(name))
 
 
 def api_event(

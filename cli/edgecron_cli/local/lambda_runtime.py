@@ -22,6 +22,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
 
+from edgecron.data.aws import calling_function
 from edgecron_cli.local.template import Function, Template
 
 log = logging.getLogger("edgecron_cli.local")
@@ -74,12 +75,14 @@ class Container:
         with self._lock:
             context = LambdaContext(self.function, self._function_name, self._function_arn, self._id)
             started = time.monotonic()
+            identity = calling_function.set(self._function_name)  # its AWS calls are this function's
             try:
                 result = self._handler(event, context)
             except Exception:
                 log.exception("%s failed (request %s)", self.name, context.aws_request_id)
                 return Invocation(ok=False, result=None, request_id=context.aws_request_id)
             finally:
+                calling_function.reset(identity)
                 elapsed = time.monotonic() - started
                 if elapsed > self.function.timeout:
                     log.warning(

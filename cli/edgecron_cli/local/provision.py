@@ -119,6 +119,12 @@ class Provisioned:
             return self.kms_keys[name].key_id
         if name in self.template.functions:
             return self.function_name(name)
+        function, _, attribute = name.partition(".")
+        if function in self.template.functions and attribute in ("Version", "Alias"):
+            # AutoPublishAlias: the published version (locally always the code on disk) or the alias
+            return f"{self.function_arn(function)}:{'$LATEST' if attribute == 'Version' else 'live'}"
+        if name in self.template.layers:
+            return f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:layer:{self.name_prefix}{name}:1"
         raise TemplateError(f"!Ref {name}: not a parameter or a resource the local stack provisions")
 
     def get_att(self, logical_id: str, attribute: str) -> Any:

@@ -24,6 +24,7 @@ from botocore.config import Config
 from edgecron_cli.local import fidelity, ttl
 from edgecron_cli.local.event_sources import ScheduleSource, SqsPoller
 from edgecron_cli.local.gateway import CFN_RESPONSE_PATH, Gateway
+from edgecron_cli.local.iam import Denial, IamCheck
 from edgecron_cli.local.intrinsics import REGION, STACK_ID
 from edgecron_cli.local.lambda_runtime import Container, add_layers_to_path, isolate_powertools_request_state
 from edgecron_cli.local.moto_server import (
@@ -51,6 +52,7 @@ log = logging.getLogger("edgecron_cli.local")
 TEMPLATE_NAME = "template.yaml"
 STATE_FILE = "state.json"
 LOCAL_FILE = "local.json"
+DENIALS_FILE = "iam-denials.jsonl"  # one JSON line per call IAM refused (tests fail on any)
 SNAPSHOT_INTERVAL_SEC = 5.0
 SNAPSHOT_MAX_SHARE = 0.2  # a large state is snapshotted less often, so it never takes over the process
 SHUTDOWN_WAIT_SEC = 30.0
@@ -98,6 +100,7 @@ class LocalStack:
         self._custom_resources: dict[str, dict[str, Any]] = {}
         self._saved_changes = -1
         self._fidelity: fidelity.AwsFidelity | None = None
+        self._iam: IamCheck | None = None
 
     def run(self) -> int:
         """Start, snapshot every few seconds until asked to stop, shut down; the exit status."""
@@ -156,6 +159,7 @@ class LocalStack:
             len(provisioned.secrets),
             len(provisioned.kms_keys),
         )
+        self._install_iam(provisioned)
         if snapshot:
             restore_tables(provisioned, snapshot)
             self._custom_resources = dict(snapshot.custom_resources)
@@ -208,6 +212,25 @@ class LocalStack:
         for thread in self._threads:
             thread.start()
         self._write_local_json(self._default_app(snapshot))
+
+    def _install_iam(self, provisioned: Provisioned) -> None:
+        """Each function's calls are allowed or refused by its role in the template, as on AWS."""
+        from edgecron.data.aws import calling_function
+
+        denials = self.options.state_dir / DENIALS_FILE
+        lock = threading.Lock()
+
+        def record(denial: Denial) -> None:
+            with lock:
+                denials.parent.mkdir(parents=True, exist_ok=True)
+                with denials.open("a", encoding="utf-8") as out:
+                    out.write(json.dumps(denial.as_json()) + "\n")
+
+        self._iam = IamCheck(provisioned, calling_function.get, on_denial=record)
+        self._iam.install()
+        log.info(
+            "IAM: each function's calls are checked against its role (%d functions)", len(self._iam.policies)
+        )
 
     def _container(self, function: Function, index: int = 0) -> Container:
         assert self._provisioned is not None
@@ -373,6 +396,8 @@ class LocalStack:
         if self._gateway is not None:
             log.info("stopping the API")
             self._gateway.stop()
+        if self._iam is not None:
+            self._iam.uninstall()
         if self._moto is not None:
             log.info("stopping moto")
             self._moto.stop()

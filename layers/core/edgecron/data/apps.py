@@ -10,7 +10,7 @@ from functools import lru_cache
 from pynamodb.exceptions import DoesNotExist
 
 from edgecron import ids
-from edgecron.data.aws import client
+from edgecron.data.aws import caller, client
 from edgecron.data.models import ApiKeyModel, AppModel
 
 KEY_PREFIX = "ek_"
@@ -65,8 +65,8 @@ def set_quota(app_id: str, monthly_quota: int | None) -> AppModel:
     return app
 
 
-@lru_cache(maxsize=1)
-def _admin_key_hash(secret_arn: str) -> str:
+@lru_cache(maxsize=8)
+def _admin_key_hash(function: str, secret_arn: str) -> str:
     value = client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"]
     return hash_key(str(value))
 
@@ -75,4 +75,4 @@ def is_admin_key(key: str, secret_arn: str) -> bool:
     """Compare hashes in constant time; the secret is read once per container."""
     if not secret_arn:
         return False
-    return hmac.compare_digest(hash_key(key), _admin_key_hash(secret_arn))
+    return hmac.compare_digest(hash_key(key), _admin_key_hash(caller(), secret_arn))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from contextvars import ContextVar
 from functools import cache
 from typing import Any
 
@@ -9,6 +11,10 @@ import boto3
 from botocore.config import Config
 
 from edgecron.config import get_settings
+
+# The function whose calls these are. Lambda runs one function per process (AWS_LAMBDA_FUNCTION_NAME);
+# a host that runs several functions in one process names the function of each invocation here.
+calling_function: ContextVar[str] = ContextVar("calling_function", default="")
 
 _CONFIG = Config(retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=3, read_timeout=10)
 
@@ -21,3 +27,9 @@ def client(service: str) -> Any:
 def reset_clients() -> None:
     """Forget cached clients (tests switch between moto contexts)."""
     client.cache_clear()
+
+
+def caller() -> str:
+    """The function making the calls: caches of what a call returned are kept per caller, because
+    each function has its own role and must not reuse what another function was allowed to read."""
+    return calling_function.get() or os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "")

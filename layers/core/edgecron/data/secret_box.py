@@ -1,5 +1,5 @@
 """Signing secrets encrypted at rest with KMS (`SECRETS_KMS_KEY_ID`). Decrypted secrets are cached per
-container, keyed by ciphertext, so a warm worker does not pay a KMS call per delivery."""
+container, keyed by calling function and ciphertext, so a warm worker does not pay a KMS call per delivery."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import base64
 from functools import lru_cache
 
 from edgecron.config import get_settings
-from edgecron.data.aws import client
+from edgecron.data.aws import caller, client
 
 PREFIX = "kms:"
 CONTEXT = {"purpose": "edgecron-signing-secret"}
@@ -22,9 +22,13 @@ def seal(plaintext: str) -> str:
     return PREFIX + base64.b64encode(blob["CiphertextBlob"]).decode()
 
 
-@lru_cache(maxsize=4096)
 def unseal(stored: str) -> str:
     if not stored.startswith(PREFIX):
         return stored
+    return _decrypt(caller(), stored)
+
+
+@lru_cache(maxsize=4096)
+def _decrypt(function: str, stored: str) -> str:
     blob = base64.b64decode(stored[len(PREFIX) :])
     return str(client("kms").decrypt(CiphertextBlob=blob, EncryptionContext=CONTEXT)["Plaintext"].decode())

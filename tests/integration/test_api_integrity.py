@@ -315,6 +315,29 @@ def test_a_rotation_racing_a_patch_keeps_both_changes(app_key: str, monkeypatch:
     assert endpoint_service.active_secrets(stored, clock.to_ms(clock.now()))[0] == rotated.body["secret"]
 
 
+def test_a_patch_that_always_loses_the_race_is_a_409_and_changes_nothing(
+    app_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app_id = resp_app_id(app_key)
+    ep = endpoint(app_key)
+    real = endpoint_data.save
+    rounds: list[int] = []
+
+    def racing_save(item: Any) -> bool:
+        if item.description == "d":  # the PATCH's save: a rotation lands right before it, every time
+            rounds.append(1)
+            endpoint_service.rotate_secret(app_id, ep["id"], clock.to_ms(clock.now()))
+        return real(item)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(endpoint_data, "save", racing_save)
+        patched = call_api("PATCH", f"/v1/endpoints/{ep['id']}", key=app_key, body={"description": "d"})
+    assert patched.status == 409 and patched.body["error"]["code"] == "CONCURRENT_UPDATE", patched.body
+    assert len(rounds) == 5
+    stored = endpoint_data.get(app_id, ep["id"])
+    assert stored is not None and stored.description is None
+
+
 def test_a_stale_endpoint_save_changes_nothing(app_key: str) -> None:
     ep = endpoint(app_key)
     stale = endpoint_data.get(resp_app_id(app_key), ep["id"])

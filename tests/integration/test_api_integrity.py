@@ -315,6 +315,29 @@ def test_a_rotation_racing_a_patch_keeps_both_changes(app_key: str, monkeypatch:
     assert endpoint_service.active_secrets(stored, clock.to_ms(clock.now()))[0] == rotated.body["secret"]
 
 
+def test_a_patch_that_always_loses_the_race_is_a_409_and_changes_nothing(
+    app_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app_id = resp_app_id(app_key)
+    ep = endpoint(app_key)
+    real = endpoint_data.save
+    rounds: list[int] = []
+
+    def racing_save(item: Any) -> bool:
+        if item.description == "d":  # the PATCH's save: a rotation lands right before it, every time
+            rounds.append(1)
+            endpoint_service.rotate_secret(app_id, ep["id"], clock.to_ms(clock.now()))
+        return real(item)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(endpoint_data, "save", racing_save)
+        patched = call_api("PATCH", f"/v1/endpoints/{ep['id']}", key=app_key, body={"description": "d"})
+    assert patched.status == 409 and patched.body["error"]["code"] == "CONCURRENT_UPDATE", patched.body
+    assert len(rounds) == 5
+    stored = endpoint_data.get(app_id, ep["id"])
+    assert stored is not None and stored.description is None
+
+
 def test_a_stale_endpoint_save_changes_nothing(app_key: str) -> None:
     ep = endpoint(app_key)
     stale = endpoint_data.get(resp_app_id(app_key), ep["id"])
@@ -490,9 +513,13 @@ def test_a_deeply_nested_body_is_a_400_that_names_the_field(app_key: str, path: 
             "message": "JSON nested deeper than 64 levels",
             "field": "payload",
         }
-    raw = "[" * 5_000 + "]" * 5_000
-    resp = call_api("POST", path, key=app_key, raw_body=raw)
-    assert resp.status == 400 and resp.body["error"]["field"] == "body"
+    for raw in ("[" * 5_000 + "]" * 5_000, "[" * 5_000, '{"payload": ' + "{" * 5_000):
+        resp = call_api("POST", path, key=app_key, raw_body=raw)
+        assert resp.status == 400, resp.body
+        assert resp.body["error"]["field"] == ("payload" if raw.startswith("{") else "body")
+    brackets_in_text = {**base, "payload": {"note": "[" * 5_000 + "{" * 5_000}}
+    ok = call_api("POST", path, key=app_key, body=brackets_in_text)
+    assert ok.status in (201, 202), ok.body
     ok = call_api("POST", path, key=app_key, body={**base, "payload": nested(62)})
     assert ok.status in (201, 202), ok.body
 

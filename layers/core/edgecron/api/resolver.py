@@ -111,12 +111,31 @@ def _unreadable_body(app: APIGatewayHttpResolver) -> Response[str] | None:
     return None
 
 
-_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_JSON_TOKEN = re.compile(_JSON_STRING.pattern + r"|[\[\]{}]")
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_EMPTY_PAIR = re.compile(r"\[\]|\{\}")
 
 
 def _too_deep(text: str, limit: int) -> str | None:
     """The field (a top-level key, else "body") under which `text` nests deeper than `limit`, or
-    None. One pass over strings and brackets, no recursion: it runs before the text is parsed."""
+    None. No recursion, since it runs before the text is parsed: the brackets outside strings lose
+    their innermost pairs once per level (regex passes); only a body that keeps brackets after
+    `limit` passes (too deep, or not JSON) is walked token by token to name the field."""
+    if text.count("[") + text.count("{") <= limit:
+        return None
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    for _ in range(limit):
+        shorter = _EMPTY_PAIR.sub("", brackets)
+        if not shorter:
+            return None
+        if shorter == brackets:
+            break  # unbalanced: not JSON, unless it is also too deep
+        brackets = shorter
+    return _deep_field(text, limit)
+
+
+def _deep_field(text: str, limit: int) -> str | None:
     depth = 0
     object_body = False
     key = "body"

@@ -65,6 +65,8 @@ __all__ = [
     "MAX_PREVIEW",
     "CronError",
     "CronSpec",
+    "check_steps",
+    "check_zone_name",
     "count_fires_between",
     "fires_between",
     "is_frequent",
@@ -236,12 +238,6 @@ def _precheck(fields: list[str]) -> None:
                 raise CronError(f"{name} field {value!r}: '#' is only allowed in day-of-week")
             if "l" in low and name in ("second", "minute", "hour"):
                 raise CronError(f"{name} field {value!r}: 'L' is only allowed in day fields")
-            step = element.rpartition("/")[2] if "/" in element else ""
-            if step.isdigit() and int(step) > _FIELD_SIZE[name]:
-                raise CronError(
-                    f"{name} field {value!r}: step {int(step)} is larger than the field's range "
-                    f"({_FIELD_SIZE[name]} values)"
-                )
 
 
 def _new_croniter(expr: str) -> Any:
@@ -354,17 +350,40 @@ def _zone_names() -> frozenset[str]:
 
 
 def _load_zone(timezone: str) -> ZoneInfo:
-    """Only names of the IANA zone database, so a schedule means the same on every host."""
     if not isinstance(timezone, str) or not timezone.strip():
         raise CronError("timezone must be an IANA zone name such as 'Europe/Berlin'", "timezone")
-    if timezone not in _zone_names():
-        raise CronError(
-            f"unknown timezone {timezone!r} (use an IANA name such as 'Europe/Berlin')", "timezone"
-        )
     try:
         return ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
         raise CronError(f"unknown timezone {timezone!r} (use an IANA name)", "timezone") from exc
+
+
+def check_zone_name(timezone: str) -> str:
+    """A zone a schedule may be given: a name of the IANA zone database or "UTC", so a schedule
+    means the same on every host. Applied where definitions are accepted (the API), not to stored
+    ones, which keep computing as they did. Raises :class:`CronError` (``field="timezone"``)."""
+    if not isinstance(timezone, str) or timezone not in _zone_names():
+        raise CronError(
+            f"unknown timezone {timezone!r} (use an IANA name such as 'Europe/Berlin')", "timezone"
+        )
+    return timezone
+
+
+def check_steps(expression: str) -> str:
+    """A cron expression a schedule may be given: no step larger than its field's range
+    (``*/1000`` seconds, ``0-59/61`` minutes are typos). Applied where definitions are accepted,
+    like :func:`check_zone_name`. Raises :class:`CronError` (``field="cron"``)."""
+    _, fields = _split(expression)
+    names = _FIELDS_6 if len(fields) == 6 else _FIELDS_5
+    for name, value in zip(names, fields, strict=True):
+        for element in value.split(","):
+            step = element.rpartition("/")[2] if "/" in element else ""
+            if step.isdigit() and int(step) > _FIELD_SIZE[name]:
+                raise CronError(
+                    f"{name} field {value!r}: step {int(step)} is larger than the field's range "
+                    f"({_FIELD_SIZE[name]} values)"
+                )
+    return expression
 
 
 def parse_cron(expression: str, timezone: str = "UTC") -> CronSpec:

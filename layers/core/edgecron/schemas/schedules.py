@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
+from edgecron.domain.cron import check_steps, check_zone_name
 from edgecron.schemas.common import Id, Name, Page, Rfc3339, Strict
 
-CronExpr = Annotated[str, StringConstraints(min_length=1, max_length=256, strip_whitespace=True)]
-Zone = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+CronExpr = Annotated[
+    str, StringConstraints(min_length=1, max_length=256, strip_whitespace=True), AfterValidator(check_steps)
+]
+Zone = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(check_zone_name)]
 MissedPolicy = Literal["RUN_ONCE", "SKIP"]
 Status = Literal["ACTIVE", "PAUSED"]
 

@@ -28,8 +28,10 @@ def receivers() -> Iterator[list[hostile.HostileReceiver]]:
         r.close()
 
 
-def serve(receivers: list[hostile.HostileReceiver], behaviour: hostile.Behaviour) -> hostile.HostileReceiver:
-    r = hostile.HostileReceiver(behaviour, hold_sec=8.0, lifetime_sec=60.0)
+def serve(
+    receivers: list[hostile.HostileReceiver], behaviour: hostile.Behaviour, *, raw: bool = False
+) -> hostile.HostileReceiver:
+    r = hostile.HostileReceiver(behaviour, hold_sec=8.0, lifetime_sec=60.0, raw=raw)
     receivers.append(r)
     return r
 
@@ -74,8 +76,24 @@ def test_a_10_mb_body_is_read_only_up_to_the_summary(receivers: list[hostile.Hos
     assert out.response_summary.startswith("xxx") and out.response_summary.endswith("\u2026")
 
 
+def test_a_tls_handshake_dribbled_a_byte_at_a_time_is_cut_at_the_total_deadline(
+    receivers: list[hostile.HostileReceiver],
+) -> None:
+    r = serve(receivers, hostile.tls_dribble(0.3), raw=True)
+    out = send(r.url().replace("http://", "https://"))
+    assert out.result.error_kind == "timeout" and "total deadline" in str(out.result.error), out.result
+    assert r.connections == 1
+
+
 @pytest.mark.parametrize(
-    "behaviour", [hostile.invalid_status_line(), hostile.header_line_too_long()], ids=["status", "header"]
+    "behaviour",
+    [
+        hostile.invalid_status_line(),
+        hostile.header_line_too_long(),
+        hostile.too_many_headers(),
+        hostile.broken_gzip(),
+    ],
+    ids=["status", "header", "header-count", "gzip"],
 )
 def test_an_answer_that_is_not_http_is_an_invalid_response(
     receivers: list[hostile.HostileReceiver], behaviour: hostile.Behaviour

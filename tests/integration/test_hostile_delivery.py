@@ -153,10 +153,14 @@ def test_a_429_with_a_400_digit_retry_after_is_one_recorded_attempt(
     assert r.requests == 1
 
 
-def _store_header(endpoint_id: object, name: str, value: str) -> None:
-    """A header an older version accepted at create, as it sits in the table."""
+def _store_headers(endpoint_id: object, headers: object) -> None:
+    """Headers an older version accepted at create, as they sit in the table."""
     model = next(m for m in EndpointModel.scan() if m.endpoint_id == endpoint_id)
-    model.update(actions=[EndpointModel.headers.set({name: value})])
+    model.update(actions=[EndpointModel.headers.set(headers)])
+
+
+def _store_header(endpoint_id: object, name: str, value: str) -> None:
+    _store_headers(endpoint_id, {name: value})
 
 
 @pytest.mark.parametrize(
@@ -178,6 +182,19 @@ def test_a_stored_header_that_cannot_be_sent_fails_the_run_without_a_request(
         ("invalid_request", "failed")
     ]
     assert receiver.received("/stored") == []
+
+
+@pytest.mark.parametrize("headers", [["X-Team", "a"], {"X-Team": 5}], ids=["list", "number"])
+def test_stored_headers_of_the_wrong_shape_fail_the_run_without_a_request(
+    app_key: str, receiver: Receiver, pump: Pump, headers: object
+) -> None:
+    ep = make_endpoint(app_key, receiver.url("/shape"))
+    _store_headers(ep["id"], headers)
+    run = create_run(app_key, ep["id"])
+    pump.deliveries(quiet_for=1.0, timeout=6)
+    final = get_run(app_key, run["id"])
+    assert (final["status"], final["last_error_kind"]) == ("failed", "invalid_request"), final
+    assert receiver.received("/shape") == []
 
 
 def test_a_stored_header_with_a_name_edgecron_sets_is_left_out(

@@ -126,13 +126,15 @@ def test_the_callers_deadline_shortens_the_attempt(receiver: Receiver) -> None:
     assert over.result.error_kind == "timeout" and len(receiver.received("/late")) == 1
 
 
-def test_a_pooled_connection_is_still_usable_after_an_attempt(receiver: Receiver) -> None:
-    """The deadline's watch ends with the attempt: a kept-alive connection is not cut afterwards."""
-    for _ in range(3):
-        out = send(receiver.url("/pool"), timeout_ms=300)
-        assert out.result.status_code == 200, out.result
-        time.sleep(0.35)  # past the previous attempt's deadline
-    assert len(receiver.received("/pool")) == 3
+def test_a_pooled_connection_is_not_cut_by_an_earlier_attempts_deadline(receiver: Receiver) -> None:
+    """The deadline's watch ends with its attempt: the next attempt on the kept-alive connection is
+    still running when the first attempt's 100 ms deadline passes, and is not cut by it."""
+    receiver.script("/slow-answer", Reply(200, delay_sec=0.4))
+    first = send(receiver.url("/fast"), timeout_ms=100)
+    assert first.result.status_code == 200, first.result
+    second = send(receiver.url("/slow-answer"), timeout_ms=5000)
+    assert second.result.status_code == 200 and second.result.error_kind is None, second.result
+    assert len(receiver.received("/fast")) == 1 and len(receiver.received("/slow-answer")) == 1
 
 
 # --- the worker: every HTTP call is one recorded attempt, no run stays running ----------------------

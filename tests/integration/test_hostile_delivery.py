@@ -28,8 +28,10 @@ def receivers() -> Iterator[list[hostile.HostileReceiver]]:
         r.close()
 
 
-def serve(receivers: list[hostile.HostileReceiver], behaviour: hostile.Behaviour) -> hostile.HostileReceiver:
-    r = hostile.HostileReceiver(behaviour, hold_sec=8.0, lifetime_sec=60.0)
+def serve(
+    receivers: list[hostile.HostileReceiver], behaviour: hostile.Behaviour, *, raw: bool = False
+) -> hostile.HostileReceiver:
+    r = hostile.HostileReceiver(behaviour, hold_sec=8.0, lifetime_sec=60.0, raw=raw)
     receivers.append(r)
     return r
 
@@ -74,8 +76,24 @@ def test_a_10_mb_body_is_read_only_up_to_the_summary(receivers: list[hostile.Hos
     assert out.response_summary.startswith("xxx") and out.response_summary.endswith("\u2026")
 
 
+def test_a_tls_handshake_dribbled_a_byte_at_a_time_is_cut_at_the_total_deadline(
+    receivers: list[hostile.HostileReceiver],
+) -> None:
+    r = serve(receivers, hostile.tls_dribble(0.3), raw=True)
+    out = send(r.url().replace("http://", "https://"))
+    assert out.result.error_kind == "timeout" and "total deadline" in str(out.result.error), out.result
+    assert r.connections == 1
+
+
 @pytest.mark.parametrize(
-    "behaviour", [hostile.invalid_status_line(), hostile.header_line_too_long()], ids=["status", "header"]
+    "behaviour",
+    [
+        hostile.invalid_status_line(),
+        hostile.header_line_too_long(),
+        hostile.too_many_headers(),
+        hostile.broken_gzip(),
+    ],
+    ids=["status", "header", "header-count", "gzip"],
 )
 def test_an_answer_that_is_not_http_is_an_invalid_response(
     receivers: list[hostile.HostileReceiver], behaviour: hostile.Behaviour
@@ -108,13 +126,15 @@ def test_the_callers_deadline_shortens_the_attempt(receiver: Receiver) -> None:
     assert over.result.error_kind == "timeout" and len(receiver.received("/late")) == 1
 
 
-def test_a_pooled_connection_is_still_usable_after_an_attempt(receiver: Receiver) -> None:
-    """The deadline's watch ends with the attempt: a kept-alive connection is not cut afterwards."""
-    for _ in range(3):
-        out = send(receiver.url("/pool"), timeout_ms=300)
-        assert out.result.status_code == 200, out.result
-        time.sleep(0.35)  # past the previous attempt's deadline
-    assert len(receiver.received("/pool")) == 3
+def test_a_pooled_connection_is_not_cut_by_an_earlier_attempts_deadline(receiver: Receiver) -> None:
+    """The deadline's watch ends with its attempt: the next attempt on the kept-alive connection is
+    still running when the first attempt's 100 ms deadline passes, and is not cut by it."""
+    receiver.script("/slow-answer", Reply(200, delay_sec=0.4))
+    first = send(receiver.url("/fast"), timeout_ms=100)
+    assert first.result.status_code == 200, first.result
+    second = send(receiver.url("/slow-answer"), timeout_ms=5000)
+    assert second.result.status_code == 200 and second.result.error_kind is None, second.result
+    assert len(receiver.received("/fast")) == 1 and len(receiver.received("/slow-answer")) == 1
 
 
 # --- the worker: every HTTP call is one recorded attempt, no run stays running ----------------------
@@ -135,10 +155,14 @@ def test_a_429_with_a_400_digit_retry_after_is_one_recorded_attempt(
     assert r.requests == 1
 
 
-def _store_header(endpoint_id: object, name: str, value: str) -> None:
-    """A header an older version accepted at create, as it sits in the table."""
+def _store_headers(endpoint_id: object, headers: object) -> None:
+    """Headers an older version accepted at create, as they sit in the table."""
     model = next(m for m in EndpointModel.scan() if m.endpoint_id == endpoint_id)
-    model.update(actions=[EndpointModel.headers.set({name: value})])
+    model.update(actions=[EndpointModel.headers.set(headers)])
+
+
+def _store_header(endpoint_id: object, name: str, value: str) -> None:
+    _store_headers(endpoint_id, {name: value})
 
 
 @pytest.mark.parametrize(
@@ -160,6 +184,19 @@ def test_a_stored_header_that_cannot_be_sent_fails_the_run_without_a_request(
         ("invalid_request", "failed")
     ]
     assert receiver.received("/stored") == []
+
+
+@pytest.mark.parametrize("headers", [["X-Team", "a"], {"X-Team": 5}], ids=["list", "number"])
+def test_stored_headers_of_the_wrong_shape_fail_the_run_without_a_request(
+    app_key: str, receiver: Receiver, pump: Pump, headers: object
+) -> None:
+    ep = make_endpoint(app_key, receiver.url("/shape"))
+    _store_headers(ep["id"], headers)
+    run = create_run(app_key, ep["id"])
+    pump.deliveries(quiet_for=1.0, timeout=6)
+    final = get_run(app_key, run["id"])
+    assert (final["status"], final["last_error_kind"]) == ("failed", "invalid_request"), final
+    assert receiver.received("/shape") == []
 
 
 def test_a_stored_header_with_a_name_edgecron_sets_is_left_out(

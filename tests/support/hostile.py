@@ -1,7 +1,8 @@
 """Hostile HTTP receivers on 127.0.0.1 for tests: raw socket servers that misbehave on purpose.
 
 Each `HostileReceiver` listens on its own port and answers every request the same hostile way
-(`Behaviour`), one thread per connection, and counts the requests it read: a test compares that count
+(`Behaviour`), one thread per connection, and counts the requests it read (with `raw`, the
+connections it answered without reading a request): a test compares that count
 with the attempts EdgeCron recorded. Everything is bounded: a connection is served for at most
 `hold_sec`, the server stops accepting after `lifetime_sec`, and every thread is a daemon, so a
 receiver stops by itself even if a test forgets to close it.
@@ -120,9 +121,35 @@ def header_line_too_long() -> Behaviour:
     return replies(b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 70_000 + b"\r\nContent-Length: 0\r\n\r\n")
 
 
+def too_many_headers(count: int = 120) -> Behaviour:
+    lines = b"".join(b"X-%d: a\r\n" % i for i in range(count))
+    return replies(b"HTTP/1.1 200 OK\r\n" + lines + b"Content-Length: 0\r\n\r\n")
+
+
+def broken_gzip() -> Behaviour:
+    body = b"\x1f\x8bnot really gzip"
+    return replies(response_head("200 OK", "Content-Encoding: gzip", length=len(body)) + body)
+
+
+def tls_dribble(interval_sec: float = 0.3) -> Behaviour:
+    """The start of a TLS handshake record announcing 16 KiB, then a byte every `interval_sec`: the
+    client's handshake waits for the whole record."""
+
+    def behave(conn: Conn) -> None:
+        for byte in b"\x16\x03\x03\x40\x00" + b"\x02" * 200:
+            if conn.stop.is_set() or time.monotonic() > conn.ends_at or not conn.send(bytes([byte])):
+                return
+            conn.hold(interval_sec)
+
+    return behave
+
+
 class HostileReceiver:
-    def __init__(self, behaviour: Behaviour, *, hold_sec: float = 30.0, lifetime_sec: float = 180.0) -> None:
+    def __init__(
+        self, behaviour: Behaviour, *, hold_sec: float = 30.0, lifetime_sec: float = 180.0, raw: bool = False
+    ) -> None:
         self.behaviour = behaviour
+        self.raw = raw  # answer at once, without reading an HTTP request (e.g. to a TLS client)
         self.hold_sec = hold_sec
         self.requests = 0
         self.connections = 0
@@ -161,7 +188,7 @@ class HostileReceiver:
     def _serve(self, sock: socket.socket) -> None:
         ends_at = min(time.monotonic() + self.hold_sec, self._ends_at)
         try:
-            if not self._read_request(sock, ends_at):
+            if not self.raw and not self._read_request(sock, ends_at):
                 return
             with self._lock:
                 self.requests += 1

@@ -138,8 +138,11 @@ def _custom_headers(endpoint: EndpointModel) -> tuple[dict[str, str], str | None
     """The endpoint's own headers that can be sent, or why they cannot. A header stored by an older
     version may break today's rule: a name EdgeCron sets is left out (EdgeCron's value wins), any other
     unsendable name or value fails the attempt before a byte is sent."""
+    stored = endpoint.headers or {}
+    if not isinstance(stored, dict):
+        return {}, "headers must be an object of names to values"
     headers: dict[str, str] = {}
-    for name, value in dict(endpoint.headers or {}).items():
+    for name, value in stored.items():
         if isinstance(name, str) and is_reserved(name):
             continue
         problem = header_problem(name, value)

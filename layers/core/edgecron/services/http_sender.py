@@ -18,7 +18,9 @@ blocked anywhere returns at once and the attempt is recorded as a timeout.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import http.client
+import itertools
 import socket
 import ssl
 import threading
@@ -64,9 +66,7 @@ class _Deadline:
         self._sockets: list[socket.socket] = []
         self._done = False
         self._lock = threading.Lock()
-        self._timer = threading.Timer(max(seconds, 0.0), self._expire)
-        self._timer.daemon = True
-        self._timer.start()
+        _watchdog.add(self)
 
     def remaining(self) -> float:
         return self.ends_at - time.monotonic()
@@ -81,19 +81,52 @@ class _Deadline:
                 self._sockets.append(sock)
 
     def finish(self) -> None:
-        """After this returns the timer cuts nothing: a pooled connection stays usable."""
+        """After this returns the watchdog cuts nothing: a pooled connection stays usable."""
         with self._lock:
             self._done = True
             self._sockets.clear()
-        self._timer.cancel()
 
-    def _expire(self) -> None:
+    def expire(self) -> None:
         with self._lock:
             if self._done:
                 return
             self.expired = True
             for sock in self._sockets:
                 _cut(sock)
+
+
+class _Watchdog:
+    """One thread for every attempt's deadline of the process (a timer thread per attempt would cost
+    a thread start per delivery). A finished deadline stays queued until its time and is then skipped."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._queue: list[tuple[float, int, _Deadline]] = []
+        self._thread: threading.Thread | None = None
+        self._order = itertools.count()  # ties on the same instant never compare two deadlines
+
+    def add(self, deadline: _Deadline) -> None:
+        with self._cond:
+            heapq.heappush(self._queue, (deadline.ends_at, next(self._order), deadline))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="attempt-deadlines", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                wait = self._queue[0][0] - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                _, _, deadline = heapq.heappop(self._queue)
+            deadline.expire()
+
+
+_watchdog = _Watchdog()
 
 
 def _cut(sock: socket.socket) -> None:

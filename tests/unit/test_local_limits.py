@@ -273,6 +273,41 @@ def test_dynamodb_batch_get_with_one_key_twice_is_refused(table: tuple[Any, str]
     )
 
 
+# SNS ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def topic(aws: None) -> tuple[Any, str]:
+    client = boto3.client("sns", region_name="us-east-1")
+    return client, client.create_topic(Name="limits")["TopicArn"]
+
+
+def test_sns_message_over_256_kib_in_utf8_bytes_is_invalid(topic: tuple[Any, str]) -> None:
+    client, arn = topic
+    assert_limit(
+        lambda: client.publish(TopicArn=arn, Message="é" * (128 * KIB + 1)), "InvalidParameter", by_moto=False
+    )
+    assert_limit(
+        lambda: client.publish(TopicArn=arn, Message="x" * (256 * KIB + 1)), "InvalidParameter", by_moto=True
+    )
+
+
+def test_sns_subject_with_a_line_break_is_invalid(topic: tuple[Any, str]) -> None:
+    client, arn = topic
+    assert_limit(
+        lambda: client.publish(TopicArn=arn, Message="m", Subject="paused: nightly\nbackup"),
+        "InvalidParameter",
+        by_moto=False,
+    )
+    fidelity = AwsFidelity().install()
+    try:
+        with pytest.raises(client.exceptions.InvalidParameterException):
+            client.publish(TopicArn=arn, Message="m", Subject="tab\there")
+        client.publish(TopicArn=arn, Message="m", Subject="s" * 100)  # 100 characters pass, as in SNS
+    finally:
+        fidelity.uninstall()
+
+
 # sizes as AWS counts them ----------------------------------------------------------------------------
 
 
@@ -296,4 +331,4 @@ def test_malformed_parameters_are_left_to_moto_and_botocore() -> None:
     for params in ({"TransactItems": [{"Put": 1}]}, {"RequestItems": {"t": "no"}}, {"RequestItems": 3}):
         assert limits.check("dynamodb", "TransactWriteItems", params) is None
         assert limits.check("dynamodb", "BatchWriteItem", params) is None
-    assert limits.check("sns", "Publish", {"Message": "x" * 10**6}) is None
+    assert limits.check("lambda", "Invoke", {"Payload": "x" * 10**7}) is None

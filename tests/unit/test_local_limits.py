@@ -132,6 +132,20 @@ def test_sqs_batch_of_more_than_ten_entries_is_refused(sqs: tuple[Any, str]) -> 
     )
 
 
+def test_sqs_delete_and_visibility_batches_of_more_than_ten_entries_are_refused(sqs: tuple[Any, str]) -> None:
+    client, url = sqs
+    handles = [{"Id": str(i), "ReceiptHandle": "h"} for i in range(11)]
+    code = "AWS.SimpleQueueService.TooManyEntriesInBatchRequest"
+    error = refusal(lambda: client.delete_message_batch(QueueUrl=url, Entries=handles), hook=True)
+    assert error is not None and error["Code"] == code, error
+    alone = refusal(lambda: client.delete_message_batch(QueueUrl=url, Entries=handles), hook=False)
+    assert alone is not None and alone["Code"] != code  # moto answers BatchEntryIdsNotDistinct
+    visibility = [{**entry, "VisibilityTimeout": 1} for entry in handles]
+    assert_limit(
+        lambda: client.change_message_visibility_batch(QueueUrl=url, Entries=visibility), code, by_moto=False
+    )
+
+
 def test_sqs_delay_above_900_seconds_is_invalid(sqs: tuple[Any, str]) -> None:
     client, url = sqs
     assert_limit(

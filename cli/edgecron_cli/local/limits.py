@@ -4,7 +4,8 @@ them, so code that would be refused by AWS is refused locally too, with the erro
 What moto already enforces is left to moto (tests/unit/test_local_limits.py shows each limit refused
 in the test harness, whichever of the two refuses it):
 
-- SQS: more than 10 entries in a batch, an empty batch, DelaySeconds above 900 (moto). A message
+- SQS: more than 10 entries in a SendMessageBatch, an empty batch, DelaySeconds above 900 (moto);
+  more than 10 entries in a DeleteMessageBatch or ChangeMessageVisibilityBatch (here). A message
   or a batch above 256 KiB counted as SQS counts (UTF-8 bytes of the body plus each message
   attribute's name, type and value), and a negative DelaySeconds (here: moto counts characters of
   the body only, allows 1 MiB and accepts negative delays).
@@ -125,6 +126,14 @@ def _check_sqs(operation: str, params: dict[str, Any]) -> LimitError | None:
         if size > SQS_MAX_MESSAGE_BYTES:
             return _too_big(size)
         return _bad_delay(params.get("DelaySeconds"))
+    if operation in ("DeleteMessageBatch", "ChangeMessageVisibilityBatch"):
+        entries = params.get("Entries")
+        if isinstance(entries, list) and len(entries) > 10:  # moto: a wrong BatchEntryIdsNotDistinct, or none
+            return _sqs_error(
+                "TooManyEntriesInBatchRequest",
+                f"Maximum number of entries per request are 10. You have sent {len(entries)}.",
+            )
+        return None
     if operation == "SendMessageBatch":
         entries = params.get("Entries")
         if not isinstance(entries, list) or not 1 <= len(entries) <= 10:

@@ -132,6 +132,20 @@ def test_sqs_batch_of_more_than_ten_entries_is_refused(sqs: tuple[Any, str]) -> 
     )
 
 
+def test_sqs_delete_and_visibility_batches_of_more_than_ten_entries_are_refused(sqs: tuple[Any, str]) -> None:
+    client, url = sqs
+    handles = [{"Id": str(i), "ReceiptHandle": "h"} for i in range(11)]
+    code = "AWS.SimpleQueueService.TooManyEntriesInBatchRequest"
+    error = refusal(lambda: client.delete_message_batch(QueueUrl=url, Entries=handles), hook=True)
+    assert error is not None and error["Code"] == code, error
+    alone = refusal(lambda: client.delete_message_batch(QueueUrl=url, Entries=handles), hook=False)
+    assert alone is not None and alone["Code"] != code  # moto answers BatchEntryIdsNotDistinct
+    visibility = [{**entry, "VisibilityTimeout": 1} for entry in handles]
+    assert_limit(
+        lambda: client.change_message_visibility_batch(QueueUrl=url, Entries=visibility), code, by_moto=False
+    )
+
+
 def test_sqs_delay_above_900_seconds_is_invalid(sqs: tuple[Any, str]) -> None:
     client, url = sqs
     assert_limit(
@@ -273,6 +287,41 @@ def test_dynamodb_batch_get_with_one_key_twice_is_refused(table: tuple[Any, str]
     )
 
 
+# SNS ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def topic(aws: None) -> tuple[Any, str]:
+    client = boto3.client("sns", region_name="us-east-1")
+    return client, client.create_topic(Name="limits")["TopicArn"]
+
+
+def test_sns_message_over_256_kib_in_utf8_bytes_is_invalid(topic: tuple[Any, str]) -> None:
+    client, arn = topic
+    assert_limit(
+        lambda: client.publish(TopicArn=arn, Message="é" * (128 * KIB + 1)), "InvalidParameter", by_moto=False
+    )
+    assert_limit(
+        lambda: client.publish(TopicArn=arn, Message="x" * (256 * KIB + 1)), "InvalidParameter", by_moto=True
+    )
+
+
+def test_sns_subject_with_a_line_break_is_invalid(topic: tuple[Any, str]) -> None:
+    client, arn = topic
+    assert_limit(
+        lambda: client.publish(TopicArn=arn, Message="m", Subject="paused: nightly\nbackup"),
+        "InvalidParameter",
+        by_moto=False,
+    )
+    fidelity = AwsFidelity().install()
+    try:
+        with pytest.raises(client.exceptions.InvalidParameterException):
+            client.publish(TopicArn=arn, Message="m", Subject="tab\there")
+        client.publish(TopicArn=arn, Message="m", Subject="s" * 100)  # 100 characters pass, as in SNS
+    finally:
+        fidelity.uninstall()
+
+
 # sizes as AWS counts them ----------------------------------------------------------------------------
 
 
@@ -296,4 +345,4 @@ def test_malformed_parameters_are_left_to_moto_and_botocore() -> None:
     for params in ({"TransactItems": [{"Put": 1}]}, {"RequestItems": {"t": "no"}}, {"RequestItems": 3}):
         assert limits.check("dynamodb", "TransactWriteItems", params) is None
         assert limits.check("dynamodb", "BatchWriteItem", params) is None
-    assert limits.check("sns", "Publish", {"Message": "x" * 10**6}) is None
+    assert limits.check("lambda", "Invoke", {"Payload": "x" * 10**7}) is None

@@ -14,7 +14,6 @@ while (here it is simply absent, or gone at once), and a `Select=COUNT` answer i
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -47,7 +46,16 @@ class TableShape:
         return cls(names(table["KeySchema"]), indexes)
 
     def key_id(self, item: dict[str, Any]) -> str:
-        return json.dumps({name: item.get(name) for name in self.keys}, sort_keys=True, default=repr)
+        """The item's table key as one string (key attributes are scalars: S, N or B)."""
+        parts = []
+        for name in self.keys:
+            value = item.get(name)
+            if isinstance(value, dict) and len(value) == 1:
+                ((kind, inner),) = value.items()
+                parts.append(f"{kind}:{inner!r}")
+            else:
+                parts.append(repr(value))
+        return "\x1f".join(parts)
 
 
 def updated_attributes(params: dict[str, Any]) -> set[str]:

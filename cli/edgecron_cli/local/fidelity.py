@@ -68,7 +68,7 @@ class AwsFidelity:
 
     def _call(self, original: MakeApiCall, client: Any, operation: str, params: dict[str, Any]) -> Any:
         service = client.meta.service_model.service_name
-        if service not in ("dynamodb", "sqs"):
+        if service not in ("dynamodb", "sqs", "sns"):
             return original(client, operation, params)
         if self.enforce_limits:
             error = limits.check(

@@ -4,13 +4,17 @@ them, so code that would be refused by AWS is refused locally too, with the erro
 What moto already enforces is left to moto (tests/unit/test_local_limits.py shows each limit refused
 in the test harness, whichever of the two refuses it):
 
-- SQS: more than 10 entries in a batch, an empty batch, DelaySeconds above 900 (moto). A message
+- SQS: more than 10 entries in a SendMessageBatch, an empty batch, DelaySeconds above 900 (moto);
+  more than 10 entries in a DeleteMessageBatch or ChangeMessageVisibilityBatch (here). A message
   or a batch above 256 KiB counted as SQS counts (UTF-8 bytes of the body plus each message
   attribute's name, type and value), and a negative DelaySeconds (here: moto counts characters of
   the body only, allows 1 MiB and accepts negative delays).
 - DynamoDB: items above 400 KB, transactions of more than 100 items or touching one item twice
   (moto), BatchGetItem with the same key twice (moto). Transactions above 4 MB in total,
   BatchWriteItem with more than 25 requests or the same key twice (here).
+
+- SNS Publish: a message above 256 KiB in UTF-8 bytes, a Subject with a line break or another
+  control character (here: moto counts characters and allows any Subject up to 100 characters).
 
 SQS raised its ceiling to 1 MiB per message in 2025 for queues that allow it; the emulator keeps
 256 KiB, the long-standing default, so nothing that passes here is refused by a queue left at it.
@@ -39,11 +43,14 @@ class LimitError:
     message: str
     query_code: str = ""
     status: int = 400
+    sender_fault: bool = False
 
     def response(self) -> dict[str, Any]:
         error: dict[str, Any] = {"Code": self.code, "Message": self.message}
         if self.query_code:
-            error.update(QueryErrorCode=self.query_code, Type="Sender")
+            error["QueryErrorCode"] = self.query_code
+        if self.query_code or self.sender_fault:
+            error["Type"] = "Sender"
         return {"Error": error, "ResponseMetadata": {"HTTPStatusCode": self.status}}
 
 
@@ -59,6 +66,8 @@ def check(
         return _check_sqs(operation, params)
     if service == "dynamodb":
         return _check_dynamodb(operation, params, key_attributes or (lambda table: None))
+    if service == "sns":
+        return _check_sns(operation, params)
     return None
 
 
@@ -117,6 +126,14 @@ def _check_sqs(operation: str, params: dict[str, Any]) -> LimitError | None:
         if size > SQS_MAX_MESSAGE_BYTES:
             return _too_big(size)
         return _bad_delay(params.get("DelaySeconds"))
+    if operation in ("DeleteMessageBatch", "ChangeMessageVisibilityBatch"):
+        entries = params.get("Entries")
+        if isinstance(entries, list) and len(entries) > 10:  # moto: a wrong BatchEntryIdsNotDistinct, or none
+            return _sqs_error(
+                "TooManyEntriesInBatchRequest",
+                f"Maximum number of entries per request are 10. You have sent {len(entries)}.",
+            )
+        return None
     if operation == "SendMessageBatch":
         entries = params.get("Entries")
         if not isinstance(entries, list) or not 1 <= len(entries) <= 10:
@@ -154,6 +171,26 @@ def negative_delay_entries(params: dict[str, Any]) -> list[dict[str, Any]]:
                 {"Id": entry.get("Id"), "SenderFault": True, "Code": error.code, "Message": error.message}
             )
     return failed
+
+
+# SNS -------------------------------------------------------------------------------------------------
+
+SNS_MAX_MESSAGE_BYTES = 262_144
+
+
+def _sns_invalid(message: str) -> LimitError:
+    return LimitError("InvalidParameter", f"Invalid parameter: {message}", sender_fault=True)
+
+
+def _check_sns(operation: str, params: dict[str, Any]) -> LimitError | None:
+    if operation != "Publish" or params.get("PhoneNumber"):
+        return None
+    if message_bytes(params.get("Message", ""), params.get("MessageAttributes")) > SNS_MAX_MESSAGE_BYTES:
+        return _sns_invalid("Message too long")
+    subject = params.get("Subject")
+    if isinstance(subject, str) and any(ord(c) < 32 or ord(c) == 127 for c in subject):
+        return _sns_invalid("Subject")  # no line breaks or control characters
+    return None
 
 
 # DynamoDB --------------------------------------------------------------------------------------------

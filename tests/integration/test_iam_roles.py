@@ -165,6 +165,8 @@ def test_every_listed_call_is_allowed_and_every_grant_is_listed() -> None:
 
 
 def test_a_secret_decrypted_for_one_caller_is_not_served_to_another_from_the_cache() -> None:
+    if iam_support.recording():
+        pytest.skip("this session observes calls instead of refusing them")
     sealed = secret_box.seal("whsec_cached")
     assert secret_box.unseal(sealed) == "whsec_cached"  # decrypted (and cached) for the test code
     seen = len(IAM.denials)

@@ -12,8 +12,10 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from edgecron import clock
+from edgecron.data import secret_box
 from tests.integration.conftest import ADMIN_KEY, IAM, PROVISIONED, Pump, app_runs, new_app
 from tests.integration.test_delivery import _deliver_then_die, _run_whose_message_is_lost
 from tests.support import iam as iam_support
@@ -160,3 +162,16 @@ def test_every_listed_call_is_allowed_and_every_grant_is_listed() -> None:
         pytest.skip("this session rewrites the matrix")
     problems = iam_support.matrix_problems(IAM)
     assert not problems, "template.yaml and tests/iam/permissions.json disagree:\n" + "\n".join(problems)
+
+
+def test_a_secret_decrypted_for_one_caller_is_not_served_to_another_from_the_cache() -> None:
+    if iam_support.recording():
+        pytest.skip("this session observes calls instead of refusing them")
+    sealed = secret_box.seal("whsec_cached")
+    assert secret_box.unseal(sealed) == "whsec_cached"  # decrypted (and cached) for the test code
+    seen = len(IAM.denials)
+    with iam_support.acting_as("fanout"), pytest.raises(ClientError) as refused:
+        secret_box.unseal(sealed)  # the fan-out function may not decrypt: the cache must not answer it
+    assert refused.value.response["Error"]["Code"] == "AccessDeniedException"
+    assert [(d.function, d.action) for d in IAM.denials[seen:]] == [("FanoutFunction", "kms:Decrypt")]
+    del IAM.denials[seen:]  # the one refusal this test expects

@@ -508,11 +508,7 @@ class IamCheck:
                 f"the local IAM check does not know which resource {service}:{operation} acts on; "
                 "teach edgecron_cli/local/iam.py (requests_of) before using it",
             )
-        with self._lock:
-            self.observed.update((logical_id, action, resource) for action, resource in requests)
-        if not self.enforce:
-            return None
-        for action, resource in requests:
+        for action, resource in requests if self.enforce else []:
             if policy is None or not policy.allows(action, resource):
                 principal = policy.principal if policy else function_name
                 return self._deny(
@@ -523,6 +519,8 @@ class IamCheck:
                     f"because no identity-based policy allows the {action} action "
                     f"({logical_id} in template.yaml)",
                 )
+        with self._lock:  # what the function called (refused calls are denials, not observations)
+            self.observed.update((logical_id, action, resource) for action, resource in requests)
         return None
 
     def _deny(self, function: str, action: str, resource: str, message: str) -> Denial:

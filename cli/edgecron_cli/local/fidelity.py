@@ -19,6 +19,7 @@ from typing import Any
 import botocore.client
 from botocore.exceptions import ClientError
 
+from edgecron.data.aws import calling_function
 from edgecron_cli.local import limits
 from edgecron_cli.local.consistency import READ_OPERATIONS, WRITE_OPERATIONS, IndexLag, TableShape
 
@@ -95,11 +96,15 @@ class AwsFidelity:
         with self._shapes_lock:
             if table in self._shapes:
                 return self._shapes[table]
+        # The emulator's own look-up, not the calling function's: no role applies to it.
+        token = calling_function.set("")
         try:
             described = original(client, "DescribeTable", {"TableName": table})
             shape: TableShape | None = TableShape.from_description(described["Table"])
         except (ClientError, KeyError):
             shape = None  # let the call itself report the missing table
+        finally:
+            calling_function.reset(token)
         with self._shapes_lock:
             self._shapes[table] = shape
         return shape

@@ -36,6 +36,16 @@ def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: in
     return query_page(NotificationModel, app_id, limit, cursor, newest_first=True, filter_condition=alive)
 
 
+SUBJECT_MAX = 100  # SNS: at most 100 printable ASCII characters, no line breaks
+
+
+def alert_subject(text: str) -> str:
+    """The text as an SNS Subject: SNS refuses line breaks, control and non-ASCII characters (the
+    subject carries names users chose), so each run of them becomes one space."""
+    printable = "".join(c if " " <= c <= "~" else " " for c in text)
+    return " ".join(printable.split())[:SUBJECT_MAX] or "EdgeCron alert"
+
+
 def publish_alert(subject: str, message: dict[str, Any]) -> bool:
     """Publish to the alerts topic; a failure is never raised (the pause already happened) but is
     logged and counted in the AlertPublishFailed metric, which an alarm watches."""
@@ -43,7 +53,7 @@ def publish_alert(subject: str, message: dict[str, Any]) -> bool:
     if not arn:
         return False
     try:
-        client("sns").publish(TopicArn=arn, Subject=subject[:100], Message=json.dumps(message, default=str))
+        client("sns").publish(TopicArn=arn, Subject=alert_subject(subject), Message=json.dumps(message, default=str))
         return True
     except Exception:
         logger.exception("could not publish the alert", extra={"subject": subject})

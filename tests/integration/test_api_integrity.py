@@ -22,6 +22,7 @@ from edgecron.domain import run_states as st
 from edgecron.services import endpoints as endpoint_service
 from edgecron.services import retry_policies as policy_service
 from tests.integration.conftest import app_runs, new_app
+from tests.support.aws_fidelity import IndexTime
 from tests.support.harness import call_api, timeout_sec
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
@@ -421,7 +422,13 @@ def api_timeout_s() -> int:
     ],
 )
 def test_a_create_that_died_before_answering_is_answered_by_a_retry_after_the_timeout(
-    app_key: str, fixed: clock.FixedClock, monkeypatch: pytest.MonkeyPatch, path: str, body: Any, prefix: str
+    app_key: str,
+    fixed: clock.FixedClock,
+    monkeypatch: pytest.MonkeyPatch,
+    index_time: IndexTime,
+    path: str,
+    body: Any,
+    prefix: str,
 ) -> None:
     from edgecron.api import idempotency
 
@@ -432,6 +439,7 @@ def test_a_create_that_died_before_answering_is_answered_by_a_retry_after_the_ti
         die_at(patch, idempotency.store, "complete")
         with pytest.raises(FunctionDied):
             call_api("POST", path, key=app_key, body=body, headers=headers)
+    index_time.settle()  # lists read an index: let it show what the dead request wrote
     listed_before = call_api("GET", path, key=app_key).body["data"]
 
     busy = call_api("POST", path, key=app_key, body=body, headers=headers)

@@ -413,3 +413,23 @@ def test_a_pause_or_delete_retried_after_a_crash_still_cancels(
     pump.deliveries()
     assert receiver.received("/retried") == []
     assert [f.status for f in fires_of(s["id"])] == ["CANCELLED"]
+
+
+@pytest.mark.parametrize("recovered_by", ["redelivery", "scan"])
+def test_a_run_a_dead_worker_held_at_pause_is_not_delivered_after_it(
+    recovered_by: str, app_key: str, fixed: clock.FixedClock, receiver: Receiver, pump: Pump
+) -> None:
+    ep = endpoint(app_key, receiver.url("/held"))
+    s = schedule(app_key, at=T0.isoformat(), endpoint_ids=[ep])  # due now: enqueued without delay
+    [fire] = fires_of(s["id"])
+    [run_id] = fire_data.run_ids_of(fire)
+    assert run_data.claim(run_id, clock.to_ms(T0)) is not None  # a worker took it, then died
+    assert call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key).status == 200
+    fixed.advance(400)  # its claim expired
+    if recovered_by == "scan":
+        invoke("scan", {"detail": {}})  # releases the claim and enqueues the run again
+    pump.deliveries()  # SQS redelivers the message the dead worker held
+    assert receiver.received("/held") == []
+    run = run_data.get(run_id, consistent=True)
+    assert run is not None and run.status == "cancelled"
+    assert [f.status for f in fires_of(s["id"])] == ["CANCELLED"]

@@ -38,6 +38,22 @@ def run_settled(run: TaskRunModel, status: str, now_ms: int) -> None:
         settle_if_done(fire, now_ms, known={run.run_id: status})
 
 
+def schedule_stopped(run: TaskRunModel) -> bool:
+    """Whether a schedule run taken again (a retry, or a run a dead worker held) belongs to a paused or
+    deleted schedule: the pause could not cancel it while it was running, so its next attempt is not
+    made. First attempts need no read: pause and delete cancel those while they wait."""
+    if run.source != "schedule" or run.source_id is None or int(run.total_attempts) <= 1:
+        return False
+    schedule = schedule_data.get(run.app_id, run.source_id, consistent=True)
+    return schedule is None or schedule.status != "ACTIVE"
+
+
+def cancel_claimed(run: TaskRunModel, now_ms: int, reason: str) -> None:
+    """End a run the caller holds the claim of as cancelled, and settle its Fire."""
+    if run_data.finish(run, st.CANCELLED, now_ms, error=reason):
+        run_settled(run, st.CANCELLED, now_ms)
+
+
 def settle_if_done(fire: FireModel, now_ms: int, known: dict[str, str] | None = None) -> str | None:
     run_ids = fire_data.run_ids_of(fire)
     runs = {r.run_id: r for r in run_data.get_many(run_ids)}

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from edgecron import clock
 from edgecron.config import Settings, get_settings
+from edgecron.data import queues as queue_data
 from edgecron.data import runs as run_data
 from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import DeliveryMessage, send_deliveries
@@ -87,6 +88,7 @@ def run_work(now: datetime, report: ScanReport, *, rebuild: bool = False) -> Wor
     horizon = now_ms + settings.lookahead_sec * 1000
     outbox: list[DeliveryMessage] = []
     late: list[TaskRunModel] = []
+    backlog = None if rebuild else queue_data.backlog()  # before this tick sends anything
     try:
         for i in range(settings.shards):
             shard = (first_shard(now_ms, settings.shards) + i) % settings.shards
@@ -99,7 +101,7 @@ def run_work(now: datetime, report: ScanReport, *, rebuild: bool = False) -> Wor
                 if len(outbox) >= 10:
                     flush(outbox, report)
                 yield
-        resend, late_report = schedules_scan.reconcile_late(late, now, queues_lost=rebuild)
+        resend, late_report = schedules_scan.reconcile_late(late, now, queues_lost=rebuild, state=backlog)
         report.late_backlogged += late_report.backlogged
         report.late_missed += late_report.missed
         wake = now_ms + settings.redispatch_after_sec * 1000

@@ -206,18 +206,24 @@ class LateReport:
 
 
 def reconcile_late(
-    late: list[TaskRunModel], now: datetime, *, queues_lost: bool = False
+    late: list[TaskRunModel],
+    now: datetime,
+    *,
+    queues_lost: bool = False,
+    state: queue_data.Backlog | None = None,
 ) -> tuple[list[TaskRunModel], LateReport]:
     """Schedule runs no worker ever took, found after their message should have been consumed. While
     the queues hold a backlog the message may still be among it: look again later (with a growing
     interval), it will be delivered late. Once the queues hold none, or the message is older than the
     queue keeps messages, or the queues were rebuilt (`queues_lost`), the message was lost: the
-    missed-fire policy decides (settle_late_fires). Returns the runs to send again."""
+    missed-fire policy decides (settle_late_fires). `state` is the queues' backlog as the caller saw
+    it before sending anything this tick (read here if not given). Returns the runs to send again."""
     report = LateReport()
     if not late:
         return [], report
     now_ms = clock.to_ms(now)
-    state = None if queues_lost else queue_data.backlog()
+    if state is None and not queues_lost:
+        state = queue_data.backlog()
     if not queues_lost:
         redispatch_ms = get_settings().redispatch_after_sec * 1000
         lost: list[TaskRunModel] = []

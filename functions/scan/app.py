@@ -14,10 +14,12 @@ from edgecron.services.scan import run_scan
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     rebuild = bool((event.get("detail") or {}).get("rebuild"))
-    report = run_scan(clock.now(), rebuild=rebuild)
+    report = run_scan(clock.now(), rebuild=rebuild, remaining_ms=context.get_remaining_time_in_millis)
     return {
         "runs_enqueued": report.runs_enqueued,
         "claims_released": report.claims_released,
         **report.extra,
+        "item_failures": report.item_failures,
+        "unfinished": report.unfinished,
         "duration_ms": report.duration_ms,
     }

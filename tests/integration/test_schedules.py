@@ -320,3 +320,121 @@ def test_update_recomputes_timing_and_rejects_bad_changes(app_key: str, fixed: c
     assert bad.status == 400 and bad.body["error"]["field"] == "timezone"
     assert call_api("GET", f"/v1/schedules/{s['id']}", key=app_key).body["timezone"] == "Europe/Berlin"
     _ = run_data, fire_data
+
+
+def open_fire_times(schedule_id: str) -> list[int]:
+    return [int(f.fire_at) for f in fires_of(schedule_id) if f.status in fire_data.OPEN]
+
+
+def test_moving_a_one_time_schedule_cancels_the_fire_dispatched_ahead(
+    app_key: str, fixed: clock.FixedClock
+) -> None:
+    app_id = call_api("GET", "/v1/schedules", key=app_key)  # the key works
+    ep = endpoint(app_key)
+    old_at = T0 + timedelta(seconds=30)
+    s = schedule(app_key, at=old_at.isoformat(), endpoint_ids=[ep])
+    assert open_fire_times(s["id"]) == [clock.to_ms(old_at)]  # dispatched within the look-ahead
+    new_at = T0 + timedelta(minutes=10)
+    patched = call_api("PATCH", f"/v1/schedules/{s['id']}", key=app_key, body={"at": new_at.isoformat()})
+    assert patched.status == 200 and patched.body["next_fire_time"] == "2026-06-01T12:10:00.000Z"
+    old = fire_data.get(s["id"], clock.to_ms(old_at))
+    assert old is not None and old.status == "CANCELLED"
+    runs = run_data.get_many(fire_data.run_ids_of(old))
+    assert [r.status for r in runs] == ["cancelled"]
+    assert app_id.status == 200
+
+
+def test_editing_a_cron_cancels_only_the_fires_it_no_longer_has(
+    app_key: str, fixed: clock.FixedClock
+) -> None:
+    ep = endpoint(app_key)
+    s = schedule(app_key, cron="*/10 * * * * *", endpoint_ids=[ep])
+    t0 = clock.to_ms(T0)
+    assert open_fire_times(s["id"]) == [t0 + 10_000 * i for i in range(1, 8)]
+    call_api("PATCH", f"/v1/schedules/{s['id']}", key=app_key, body={"cron": "*/20 * * * * *"})
+    # :10, :30, :50 and 1:10 are not fire times any more; :20, :40 and 1:00 still are and stay
+    assert open_fire_times(s["id"]) == [t0 + 20_000, t0 + 40_000, t0 + 60_000]
+    cancelled = sorted(int(f.fire_at) for f in fires_of(s["id"]) if f.status == "CANCELLED")
+    assert cancelled == [t0 + 10_000, t0 + 30_000, t0 + 50_000, t0 + 70_000]
+    call_api("PATCH", f"/v1/schedules/{s['id']}", key=app_key, body={"timezone": "Asia/Kolkata"})
+    assert open_fire_times(s["id"]) == [t0 + 20_000, t0 + 40_000, t0 + 60_000]  # UTC+5:30 keeps seconds
+    call_api("PATCH", f"/v1/schedules/{s['id']}", key=app_key, body={"cron": "0 0 * * *"})
+    assert open_fire_times(s["id"]) == []
+
+
+def test_pause_cancels_a_fire_the_open_fires_index_does_not_show_yet(
+    app_key: str, fixed: clock.FixedClock, receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ep = endpoint(app_key, receiver.url("/lag"))
+    s = schedule(app_key, at=T0.isoformat(), endpoint_ids=[ep])  # due now: enqueued without delay
+    assert len(open_fire_times(s["id"])) == 1
+    # DynamoDB's global secondary indexes are eventually consistent: the index lags the new Fire
+    monkeypatch.setattr(FireModel.open_fires, "query", lambda *args, **kwargs: iter([]))
+    assert call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key).status == 200
+    monkeypatch.undo()
+    pump.deliveries()
+    assert receiver.received("/lag") == []
+    assert [f.status for f in fires_of(s["id"])] == ["CANCELLED"]
+
+
+def crash_at_first_fires_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API function dies right after storing the schedule, when it starts cancelling its Fires."""
+    import botocore.client
+
+    original = botocore.client.BaseClient._make_api_call
+    fires_table = FireModel.Meta.table_name
+    crashed: list[bool] = []
+
+    def call(self: Any, operation: str, params: Any) -> Any:
+        if operation == "Query" and params.get("TableName") == fires_table and not crashed:
+            crashed.append(True)
+            raise Crash("died before cancelling")
+        return original(self, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", call)
+
+
+@pytest.mark.parametrize("action", ["pause", "delete"])
+def test_a_pause_or_delete_retried_after_a_crash_still_cancels(
+    action: str,
+    app_key: str,
+    fixed: clock.FixedClock,
+    receiver: Receiver,
+    pump: Pump,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ep = endpoint(app_key, receiver.url("/retried"))
+    s = schedule(app_key, at=T0.isoformat(), endpoint_ids=[ep])  # due now: enqueued without delay
+    method, path = (
+        ("POST", f"/v1/schedules/{s['id']}/pause")
+        if action == "pause"
+        else ("DELETE", f"/v1/schedules/{s['id']}")
+    )
+    crash_at_first_fires_read(monkeypatch)
+    assert call_api(method, path, key=app_key).status == 500
+    monkeypatch.undo()
+    again = call_api(method, path, key=app_key)  # the client retries
+    assert again.status in (200, 204), again.body
+    pump.deliveries()
+    assert receiver.received("/retried") == []
+    assert [f.status for f in fires_of(s["id"])] == ["CANCELLED"]
+
+
+@pytest.mark.parametrize("recovered_by", ["redelivery", "scan"])
+def test_a_run_a_dead_worker_held_at_pause_is_not_delivered_after_it(
+    recovered_by: str, app_key: str, fixed: clock.FixedClock, receiver: Receiver, pump: Pump
+) -> None:
+    ep = endpoint(app_key, receiver.url("/held"))
+    s = schedule(app_key, at=T0.isoformat(), endpoint_ids=[ep])  # due now: enqueued without delay
+    [fire] = fires_of(s["id"])
+    [run_id] = fire_data.run_ids_of(fire)
+    assert run_data.claim(run_id, clock.to_ms(T0)) is not None  # a worker took it, then died
+    assert call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key).status == 200
+    fixed.advance(400)  # its claim expired
+    if recovered_by == "scan":
+        invoke("scan", {"detail": {}})  # releases the claim and enqueues the run again
+    pump.deliveries()  # SQS redelivers the message the dead worker held
+    assert receiver.received("/held") == []
+    run = run_data.get(run_id, consistent=True)
+    assert run is not None and run.status == "cancelled"
+    assert [f.status for f in fires_of(s["id"])] == ["CANCELLED"]

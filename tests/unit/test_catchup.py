@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from edgecron.domain.catchup import MISSED_CAP, CatchUpPlan, plan_catch_up
+from edgecron.domain.catchup import MISSED_CAP, CatchUpPlan, LateFirePlan, plan_catch_up, plan_late_fires
 from edgecron.domain.cron import fires_between, parse_cron
 
 S = timedelta(seconds=1)
@@ -307,3 +307,43 @@ def test_totals_match_enumeration(expr: str, zone: str) -> None:
                 assert p.dispatch == pending[-1] and p.missed == pending[-8:-1]
             else:
                 assert p.missed == pending[-7:]
+
+
+# ---------------------------------------------------------------------------------------------
+# late fires: dispatched, but their messages were lost before any run started
+# ---------------------------------------------------------------------------------------------
+
+EVERY_10S = parse_cron("*/10 * * * * *")
+
+
+def ms(value: datetime) -> int:
+    return int(value.timestamp() * 1000)
+
+
+def test_late_run_once_delivers_the_newest_if_it_is_still_the_latest_fire_time() -> None:
+    late = [ms(T0), ms(T0 + 10 * S)]
+    got = plan_late_fires(EVERY_10S, late, T0 + 15 * S, "RUN_ONCE", later_fire_ran=False)
+    assert got == LateFirePlan(run_late=[ms(T0 + 10 * S)], missed=[ms(T0)])
+
+
+def test_late_run_once_misses_all_when_a_later_fire_time_has_passed() -> None:
+    late = [ms(T0 + 10 * S), ms(T0)]
+    got = plan_late_fires(EVERY_10S, late, T0 + 25 * S, "RUN_ONCE", later_fire_ran=False)
+    assert got == LateFirePlan(run_late=[], missed=[ms(T0), ms(T0 + 10 * S)])  # T0+20 s has passed
+
+
+def test_late_run_once_misses_all_when_a_later_fire_ran() -> None:
+    got = plan_late_fires(EVERY_10S, [ms(T0)], T0 + 5 * S, "RUN_ONCE", later_fire_ran=True)
+    assert got == LateFirePlan(run_late=[], missed=[ms(T0)])
+
+
+def test_late_skip_misses_all_and_one_time_run_once_runs() -> None:
+    assert plan_late_fires(EVERY_10S, [ms(T0)], T0 + 5 * S, "SKIP", later_fire_ran=False) == LateFirePlan(
+        run_late=[], missed=[ms(T0)]
+    )
+    assert plan_late_fires(None, [ms(T0)], T0 + D, "RUN_ONCE", later_fire_ran=False) == LateFirePlan(
+        run_late=[ms(T0)], missed=[]
+    )
+    assert plan_late_fires(None, [], T0, "RUN_ONCE", later_fire_ran=False) == LateFirePlan([], [])
+    with pytest.raises(ValueError):
+        plan_late_fires(None, [ms(T0)], T0, "ALWAYS", later_fire_ran=False)  # type: ignore[arg-type]

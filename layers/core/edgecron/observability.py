@@ -20,6 +20,7 @@ FIRE_LAG_MS = "FireLagMs"
 FIRES = "Fires"
 MISSED_FIRES = "MissedFires"
 SCAN_DURATION_MS = "ScanDurationMs"
+SCAN_ITEM_FAILURES = "ScanItemFailures"  # a schedule, run or Fire the scan could not handle this tick
 DUE_SCHEDULES = "DueSchedules"
 AUTO_PAUSED = "AutoPaused"
 BILLABLE_TRIGGERS = "BillableTriggers"

@@ -88,9 +88,38 @@ def settle(fire: FireModel, status: str, now_ms: int, error: str | None) -> bool
     return update_if(fire, actions, M.status.is_in(*OPEN))
 
 
-def open_fires_of(schedule_id: str) -> Iterator[FireModel]:
-    """The schedule's unsettled Fires (dispatched ahead, running, or waiting for retries)."""
-    yield from M.open_fires.query(open_shard(schedule_id), filter_condition=M.schedule_id == schedule_id)
+def run_ids_of(fire: FireModel) -> list[str]:
+    """The ids of the Task Runs the Fire created (or will create, if its dispatch was interrupted)."""
+    return list(fire.run_ids)
+
+
+def runs_of(fire: FireModel) -> list[tuple[str, str]]:
+    """(endpoint_id, run_id) of each Task Run of the Fire."""
+    return list(zip(fire.endpoint_ids, fire.run_ids, strict=True))
+
+
+def open_fires_of(schedule_id: str, *, recent_from_ms: int | None = None) -> Iterator[FireModel]:
+    """The schedule's unsettled Fires (dispatched ahead, running, or waiting for retries). The
+    `open_fires` index is eventually consistent and may not show a Fire written a moment ago, so
+    those from `recent_from_ms` on are read from the table itself, strongly consistent."""
+    seen: set[int] = set()
+    if recent_from_ms is not None:
+        for fire in open_from(schedule_id, recent_from_ms):
+            seen.add(int(fire.fire_at))
+            yield fire
+    for fire in M.open_fires.query(open_shard(schedule_id), filter_condition=M.schedule_id == schedule_id):
+        if int(fire.fire_at) not in seen:
+            yield fire
+
+
+def open_from(schedule_id: str, from_ms: int) -> Iterator[FireModel]:
+    """The schedule's unsettled Fires at or after `from_ms`, read from the table (consistent)."""
+    yield from M.query(
+        schedule_id,
+        range_key_condition=M.fire_at >= from_ms,
+        filter_condition=M.status.is_in(*OPEN),
+        consistent_read=True,
+    )
 
 
 def interrupted(shard: str, before_ms: int) -> Iterator[FireModel]:

@@ -210,6 +210,7 @@ class TaskRunModel(Model):
     next_retry_at = NumberAttribute(null=True)
     wake_shard = UnicodeAttribute(null=True)
     wake_at = NumberAttribute(null=True)
+    enqueued_at = NumberAttribute(null=True)  # when the scan last sent the run's message
     claim_token = UnicodeAttribute(null=True)
     claim_expires_at = NumberAttribute(null=True)
     claimed_from = UnicodeAttribute(null=True)  # the status the last claim took the run from

@@ -66,6 +66,33 @@ def send_deliveries(messages: Sequence[DeliveryMessage], *, retry: bool = False)
     return failed
 
 
+@dataclass(frozen=True)
+class Backlog:
+    """What the delivery and retry queues hold: `waiting` messages visible to workers (approximate,
+    as SQS counts them) and how long a queue keeps a message (the shorter retention of the two)."""
+
+    waiting: int
+    retention_ms: int
+
+
+def backlog() -> Backlog | None:
+    """The delivery queues' backlog, or None when the queues cannot be asked."""
+    settings = get_settings()
+    waiting, retention_ms = 0, None
+    try:
+        for url in (settings.delivery_queue_url, settings.retry_queue_url):
+            attrs = client("sqs").get_queue_attributes(
+                QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "MessageRetentionPeriod"]
+            )["Attributes"]
+            waiting += int(attrs.get("ApproximateNumberOfMessages", 0))
+            queue_ms = int(attrs.get("MessageRetentionPeriod", 345_600)) * 1000
+            retention_ms = queue_ms if retention_ms is None else min(retention_ms, queue_ms)
+    except Exception:
+        logger.exception("queue attributes unavailable")
+        return None
+    return Backlog(waiting, retention_ms or 345_600_000)
+
+
 def send_fanout(event_id: str, app_id: str, cursor: str | None = None) -> None:
     body = json.dumps({"event_id": event_id, "app_id": app_id, "cursor": cursor}, separators=(",", ":"))
     client("sqs").send_message(QueueUrl=get_settings().fanout_queue_url, MessageBody=body)

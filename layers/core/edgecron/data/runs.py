@@ -62,6 +62,31 @@ def new_run(
     )
 
 
+def put_cancelled(
+    *, run_id: str, app_id: str, endpoint_id: str, schedule_id: str, fire_at: int, now_ms: int, reason: str
+) -> bool:
+    """Record a schedule run its dispatch never created as cancelled, unless it exists: a dispatch
+    still under way then cannot create it afterwards (its put is conditional), so it is never sent."""
+    run = new_run(
+        run_id=run_id,
+        app_id=app_id,
+        endpoint_id=endpoint_id,
+        source="schedule",
+        source_id=schedule_id,
+        payload=None,
+        deliver_at_ms=fire_at,
+        wake_at_ms=fire_at,
+        now_ms=now_ms,
+        fire_at=fire_at,
+    )
+    run.status = st.CANCELLED
+    run.wake_shard = None
+    run.wake_at = None
+    run.finished_at = now_ms
+    run.last_error = reason
+    return put_new(run)
+
+
 def put_new(run: TaskRunModel) -> bool:
     """Create the run unless it exists (deterministic ids make a second create a no-op)."""
     return save_if(run, M.run_id.does_not_exist())
@@ -187,11 +212,32 @@ def cancel(run: TaskRunModel, now_ms: int, reason: str) -> bool:
     return update_if(run, actions, M.status.is_in(*st.CANCELLABLE))
 
 
-def mark_enqueued(run: TaskRunModel, wake_at_ms: int) -> bool:
-    """After the scan enqueued a waiting run: look again only if the message went missing."""
-    return update_if(
-        run, [M.wake_at.set(wake_at_ms)], M.status.is_in(*st.WAITING) & (M.wake_at == run.wake_at)
-    )
+def _unstarted() -> Any:
+    return (M.status == st.PENDING) & (M.total_attempts == 0)
+
+
+def cancel_unstarted(run: TaskRunModel, now_ms: int, reason: str) -> bool:
+    """Cancel a run no worker has ever taken; False if one claimed it meanwhile (its outcome stands)."""
+    actions = [*_terminal_actions(st.CANCELLED, now_ms), M.last_error.set(reason), M.last_error_kind.remove()]
+    return update_if(run, actions, _unstarted())
+
+
+def wake_later(run: TaskRunModel, wake_at_ms: int) -> bool:
+    """A run whose message may still be queued behind a backlog: look at it again at `wake_at_ms`."""
+    return update_if(run, [M.wake_at.set(wake_at_ms)], _unstarted() & (M.wake_at == run.wake_at))
+
+
+def mark_enqueued(run: TaskRunModel, wake_at_ms: int, now_ms: int | None = None) -> bool:
+    """Before the scan enqueues a waiting run: look again only if the message went missing."""
+    actions: list[Any] = [M.wake_at.set(wake_at_ms)]
+    if now_ms is not None:
+        actions.append(M.enqueued_at.set(now_ms))
+    return update_if(run, actions, M.status.is_in(*st.WAITING) & (M.wake_at == run.wake_at))
+
+
+def last_sent_ms(run: TaskRunModel) -> int:
+    """When the run's latest message was sent, at the latest: its creation or the scan's last send."""
+    return max(int(run.created_at), int(run.enqueued_at or 0))
 
 
 def release_expired_claim(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:

@@ -129,6 +129,9 @@ def catch_up_move(
     return update_if(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == "ACTIVE"))
 
 
-def all_due(until_ms: int) -> Iterator[ScheduleModel]:
-    for shard in range(get_settings().shards):
-        yield from due(str(shard), until_ms)
+def all_due(until_ms: int, *, first_shard: int = 0) -> Iterator[ScheduleModel]:
+    """Every due schedule, shard by shard from `first_shard` (the scan rotates it so no shard's
+    schedules always come last)."""
+    shards = get_settings().shards
+    for i in range(shards):
+        yield from due(str((first_shard + i) % shards), until_ms)

@@ -53,7 +53,15 @@ from edgecron.domain.cron import (
     next_fire,
 )
 
-__all__ = ["MISSED_CAP", "POLICIES", "CatchUpPlan", "MissedPolicy", "plan_catch_up"]
+__all__ = [
+    "MISSED_CAP",
+    "POLICIES",
+    "CatchUpPlan",
+    "LateFirePlan",
+    "MissedPolicy",
+    "plan_catch_up",
+    "plan_late_fires",
+]
 
 MissedPolicy = Literal["RUN_ONCE", "SKIP"]
 POLICIES: Final[tuple[str, ...]] = get_args(MissedPolicy)
@@ -152,6 +160,45 @@ def plan_catch_up(
         left_out=missed_total - len(missed),
         next_fire=upcoming,
     )
+
+
+@dataclass(frozen=True)
+class LateFirePlan:
+    """What the scan does with a schedule's dispatched Fires whose runs' messages were lost before any
+    run started. Fire times in epoch milliseconds."""
+
+    run_late: list[int]
+    """Fires whose runs are sent again and delivered late (RUN_ONCE: the most recent one)."""
+    missed: list[int]
+    """Fires whose runs are cancelled and that are recorded MISSED, oldest first."""
+
+
+def plan_late_fires(
+    spec: CronSpec | None,
+    unstarted_ms: list[int],
+    cutoff: datetime,
+    policy: MissedPolicy,
+    *,
+    later_fire_ran: bool,
+) -> LateFirePlan:
+    """Apply the missed-fire policy to dispatched Fires none of whose runs started (their messages
+    were lost), as the catch-up does to fire times never dispatched: RUN_ONCE delivers the most
+    recent of them late if it is still the schedule's latest fire time before ``cutoff`` and no later
+    Fire has run (``later_fire_ran``); everything else is MISSED. A Fire with a started run is not
+    planned here: it happened, so its lost runs are simply delivered late."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(POLICIES)}")
+    ordered = sorted(set(unstarted_ms))
+    if not ordered:
+        return LateFirePlan(run_late=[], missed=[])
+    newest = ordered[-1]
+    if policy == "RUN_ONCE" and not later_fire_ran:
+        following = None
+        if spec is not None:
+            following = next_fire(spec, datetime.fromtimestamp(newest / 1000, UTC))
+        if following is None or following > _aware(cutoff, "cutoff"):
+            return LateFirePlan(run_late=[newest], missed=ordered[:-1])
+    return LateFirePlan(run_late=[], missed=ordered)
 
 
 def _benchmark() -> None:  # pragma: no cover - a manual tool

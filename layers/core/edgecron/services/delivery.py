@@ -55,7 +55,7 @@ MIN_ATTEMPT_SEC = 1.0  # less than this left (after the margin): the message wai
 @dataclass(frozen=True)
 class DeliveryReport:
     run_id: str
-    outcome: str  # success | retry | failed | dead_letter | skipped | requeued
+    outcome: str  # success | retry | failed | dead_letter | skipped | requeued | cancelled
 
 
 def parse_message(body: str) -> tuple[str, str]:
@@ -85,6 +85,9 @@ def deliver(run_id: str, app_id: str = "", function_ends_by: float | None = None
         return _not_claimed(run_id, now_ms)
     if run.claimed_from == st.RUNNING:  # took over an expired claim: its worker died mid-attempt
         record_lost_attempt(run, int(run.total_attempts) - 1, int(run.attempt_count) - 1, now_ms)
+    if fires.schedule_stopped(run):
+        fires.cancel_claimed(run, now_ms, "schedule paused or deleted")
+        return DeliveryReport(run_id, "cancelled")
     if run.source == "schedule" and run.fire_at is not None and run.total_attempts == 1:
         millis(FIRE_LAG_MS, max(0, now_ms - int(run.fire_at)))
     endpoint = endpoint_data.get(run.app_id, run.endpoint_id)

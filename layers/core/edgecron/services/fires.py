@@ -5,6 +5,8 @@ failed Fire in a row pauses the schedule, notifies the App and publishes to the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from edgecron.data import fires as fire_data
 from edgecron.data import notifications
 from edgecron.data import runs as run_data
@@ -36,10 +38,27 @@ def run_settled(run: TaskRunModel, status: str, now_ms: int) -> None:
         settle_if_done(fire, now_ms, known={run.run_id: status})
 
 
+def schedule_stopped(run: TaskRunModel) -> bool:
+    """Whether a schedule run taken again (a retry, or a run a dead worker held) belongs to a paused or
+    deleted schedule: the pause could not cancel it while it was running, so its next attempt is not
+    made. First attempts need no read: pause and delete cancel those while they wait."""
+    if run.source != "schedule" or run.source_id is None or int(run.total_attempts) <= 1:
+        return False
+    schedule = schedule_data.get(run.app_id, run.source_id, consistent=True)
+    return schedule is None or schedule.status != "ACTIVE"
+
+
+def cancel_claimed(run: TaskRunModel, now_ms: int, reason: str) -> None:
+    """End a run the caller holds the claim of as cancelled, and settle its Fire."""
+    if run_data.finish(run, st.CANCELLED, now_ms, error=reason):
+        run_settled(run, st.CANCELLED, now_ms)
+
+
 def settle_if_done(fire: FireModel, now_ms: int, known: dict[str, str] | None = None) -> str | None:
-    runs = {r.run_id: r for r in run_data.get_many(list(fire.run_ids))}
+    run_ids = fire_data.run_ids_of(fire)
+    runs = {r.run_id: r for r in run_data.get_many(run_ids)}
     statuses = []
-    for run_id in fire.run_ids:
+    for run_id in run_ids:
         if known and run_id in known:
             statuses.append(known[run_id])
         elif run_id in runs:
@@ -52,7 +71,7 @@ def settle_if_done(fire: FireModel, now_ms: int, known: dict[str, str] | None = 
     error = next(
         (
             runs[r].last_error
-            for r in fire.run_ids
+            for r in run_ids
             if r in runs and runs[r].status in (st.FAILED, st.DEAD_LETTER) and runs[r].last_error
         ),
         None,
@@ -101,16 +120,52 @@ def _auto_paused(fire: FireModel, failures: int, error: str | None, now_ms: int)
         {"app_id": fire.app_id, "kind": "SCHEDULE_AUTO_PAUSED", **data},
     )
     logger.warning("schedule auto-paused", extra={"schedule_id": fire.schedule_id, "failures": failures})
-    cancel_open(fire.schedule_id, now_ms, "schedule paused after consecutive failures")
+    cancel_open(
+        fire.schedule_id, now_ms, "schedule paused after consecutive failures", last_fire_ms=int(fire.fire_at)
+    )
 
 
-def cancel_open(schedule_id: str, now_ms: int, reason: str) -> int:
+RECENT_WINDOW_MS = 5 * 60_000  # Fires this close to the schedule's latest fire are read from the table
+
+
+def cancel_open(
+    schedule_id: str,
+    now_ms: int,
+    reason: str,
+    *,
+    last_fire_ms: int | None = None,
+    keep: Callable[[FireModel], bool] | None = None,
+) -> int:
     """Cancel the waiting runs of a schedule's open Fires (dispatched ahead, or waiting for a retry)
-    and settle those Fires; runs already in flight finish normally. Returns runs cancelled."""
+    and settle those Fires; runs already in flight finish normally. The open-fires index may not show
+    a Fire written a moment ago, so the recent ones (around now and `last_fire_ms`, the schedule's
+    latest fire) are read from the table. `keep` spares Fires. Returns runs cancelled."""
+    recent_from = min(now_ms, last_fire_ms if last_fire_ms is not None else now_ms) - RECENT_WINDOW_MS
     cancelled = 0
-    for fire in fire_data.open_fires_of(schedule_id):
-        for run in run_data.get_many(list(fire.run_ids)):
-            if run.status in st.CANCELLABLE and run_data.cancel(run, now_ms, reason):
-                cancelled += 1
-        settle_if_done(fire, now_ms)
+    for fire in fire_data.open_fires_of(schedule_id, recent_from_ms=recent_from):
+        if keep is None or not keep(fire):
+            cancelled += cancel_fire(fire, now_ms, reason)
+    return cancelled
+
+
+def cancel_fire(fire: FireModel, now_ms: int, reason: str) -> int:
+    """Cancel a Fire's waiting runs and settle it from its runs. A run its dispatch has not created
+    yet is written as cancelled first, so a dispatch still under way cannot create and send it."""
+    existing = {r.run_id: r for r in run_data.get_many(fire_data.run_ids_of(fire))}
+    cancelled = 0
+    for endpoint_id, run_id in fire_data.runs_of(fire):
+        run = existing.get(run_id)
+        if run is None:
+            run_data.put_cancelled(
+                run_id=run_id,
+                app_id=fire.app_id,
+                endpoint_id=endpoint_id,
+                schedule_id=fire.schedule_id,
+                fire_at=int(fire.fire_at),
+                now_ms=now_ms,
+                reason=reason,
+            )
+        elif run.status in st.CANCELLABLE and run_data.cancel(run, now_ms, reason):
+            cancelled += 1
+    settle_if_done(fire, now_ms)
     return cancelled

@@ -144,6 +144,14 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
             break
     else:
         raise Conflict("the schedule is changing concurrently; try again", "id")
+    if _TIMING & changes.keys():
+        now_ms = clock.to_ms(now)
+        fires.cancel_open(
+            schedule_id,
+            now_ms,
+            "schedule edited: it no longer fires at this time",
+            keep=lambda fire: int(fire.fire_at) <= now_ms or still_fires_at(schedule, int(fire.fire_at)),
+        )
     if status == "PAUSED":
         return pause(app_id, schedule_id, now)
     if status == "ACTIVE":
@@ -152,20 +160,36 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
     return schedule
 
 
+def still_fires_at(schedule: ScheduleModel, fire_at_ms: int) -> bool:
+    """Whether the schedule, as edited, fires at `fire_at_ms` (a Fire dispatched ahead before the
+    edit stays if so; one it no longer has is cancelled, or it would deliver at the old time)."""
+    spec = fire_dispatch.spec_of(schedule)
+    if spec is None:
+        return schedule.next_fire_at is not None and int(schedule.next_fire_at) == fire_at_ms
+    nxt = cron.next_fire(spec, clock.from_ms(fire_at_ms - 1000))
+    return nxt is not None and clock.to_ms(nxt) == fire_at_ms
+
+
 def pause(app_id: str, schedule_id: str, now: datetime) -> ScheduleModel:
     """Stop firing; cancel fires dispatched ahead and pending retries (resume will not bring them back)."""
+    return _stop(app_id, schedule_id, now, "schedule paused")
+
+
+def _stop(app_id: str, schedule_id: str, now: datetime, reason: str) -> ScheduleModel:
+    """PAUSED first (no scan dispatches it any more), then cancel its open Fires; an already paused
+    schedule is cancelled again, so a retried pause or delete finishes what a crashed one began."""
     for _ in range(5):
         schedule = get(app_id, schedule_id)
-        if schedule.status == "PAUSED":
-            return schedule
-        version = int(schedule.version)
-        schedule.status = "PAUSED"
-        _sync_due(schedule)
-        schedule.version = version + 1
-        schedule.updated_at = clock.to_ms(now)
-        if data.save_if_version(schedule, version):
-            fires.cancel_open(schedule_id, clock.to_ms(now), "schedule paused")
-            return schedule
+        if schedule.status != "PAUSED":
+            version = int(schedule.version)
+            schedule.status = "PAUSED"
+            _sync_due(schedule)
+            schedule.version = version + 1
+            schedule.updated_at = clock.to_ms(now)
+            if not data.save_if_version(schedule, version):
+                continue
+        fires.cancel_open(schedule_id, clock.to_ms(now), reason, last_fire_ms=_latest(schedule))
+        return schedule
     raise Conflict("the schedule is changing concurrently; try again", "id")
 
 
@@ -192,9 +216,15 @@ def resume(app_id: str, schedule_id: str, now: datetime) -> ScheduleModel:
 
 
 def delete(app_id: str, schedule_id: str, now: datetime) -> None:
-    schedule = get(app_id, schedule_id)
+    """Pause and cancel first, then delete: a crash in between leaves a paused schedule whose
+    delete can be retried, never a deleted one whose dispatched fires still deliver."""
+    schedule = _stop(app_id, schedule_id, now, "schedule deleted")
     data.delete(schedule)
-    fires.cancel_open(schedule_id, clock.to_ms(now), "schedule deleted")
+
+
+def _latest(schedule: ScheduleModel) -> int | None:
+    """The schedule's latest dispatched fire time: Fires written a moment ago lie around it."""
+    return int(schedule.last_fire_at) if schedule.last_fire_at is not None else None
 
 
 def kick(schedule: ScheduleModel, now: datetime) -> None:

@@ -4,21 +4,23 @@ through the sparse `due` index, so their cost grows with the number of due sched
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from edgecron import clock
 from edgecron.config import get_settings
 from edgecron.data import fires as fire_data
+from edgecron.data import queues as queue_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import ScheduleModel, TaskRunModel
+from edgecron.data.models import FireModel, ScheduleModel, TaskRunModel
 from edgecron.domain import run_states as st
-from edgecron.domain.catchup import CatchUpPlan, plan_catch_up
+from edgecron.domain.catchup import CatchUpPlan, plan_catch_up, plan_late_fires
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
 from edgecron.services import fire_dispatch, fires
+from edgecron.services.scan_work import Budget, Work, first_shard, item_failed, run_fairly
 
 GRACE = timedelta(seconds=2)  # a fire this late is dispatched late, not recorded as missed
 
@@ -31,32 +33,62 @@ class ScheduleScanReport:
     missed_recorded: int = 0
     missed_left_out: int = 0
     fires_redispatched: int = 0
+    item_failures: int = 0
     stopped_early: bool = False
 
 
 def dispatch_schedules(
     now: datetime, *, horizon_ms: int | None = None, deadline: float | None = None
 ) -> ScheduleScanReport:
-    """`deadline` (time.monotonic) stops early; what is left is picked up by the next scan."""
+    """Schedules and interrupted Fires, sharing the time fairly; `deadline` (clock.monotonic) stops
+    early, and what is left is picked up by the next scan."""
     report = ScheduleScanReport()
+    budget = Budget.until(deadline) if deadline is not None else Budget(lambda: float("inf"))
+    left = run_fairly(
+        {"schedules": schedule_work(now, report, horizon_ms), "interrupted": interrupted_work(now, report)},
+        budget,
+    )
+    report.stopped_early = bool(left)
+    return report
+
+
+def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | None = None) -> Work:
+    """Due schedules one slice of fires at a time: catch each up if it lags, dispatch its fires up
+    to the horizon. A step is short (SLICE_MS of fire times), so the scan's deadline is kept."""
     now_ms = clock.to_ms(now)
     horizon = horizon_ms if horizon_ms is not None else now_ms + fire_dispatch.lookahead_ms()
-    for schedule in schedule_data.all_due(horizon):
-        if deadline is not None and time.monotonic() > deadline:
-            report.stopped_early = True
-            break
-        report.due_schedules += 1
-        try:
-            process(schedule, now, horizon, report)
-        except Exception:  # one broken schedule must not stop the others
-            logger.exception("schedule dispatch failed", extra={"schedule_id": schedule.schedule_id})
-    count(DUE_SCHEDULES, report.due_schedules)
-    redispatch_interrupted(now, report)
-    return report
+    start = first_shard(now_ms, get_settings().shards)
+    try:
+        for schedule in schedule_data.all_due(horizon, first_shard=start):
+            report.due_schedules += 1
+            steps = process_steps(schedule, now, horizon, report)
+            while True:
+                try:
+                    next(steps)
+                except StopIteration:
+                    break
+                except Exception:  # one broken schedule must not stop the others
+                    report.item_failures += 1
+                    item_failed("schedule", schedule.schedule_id)
+                    break
+                yield
+            yield
+    finally:
+        count(DUE_SCHEDULES, report.due_schedules)
+
+
+SLICE_MS = 10_000  # fire times dispatched per step of one schedule (ten for an every-second one)
 
 
 def process(schedule: ScheduleModel, now: datetime, horizon_ms: int, report: ScheduleScanReport) -> None:
     """Catch up if the schedule lags, then dispatch its fires due up to the horizon."""
+    for _ in process_steps(schedule, now, horizon_ms, report):
+        pass
+
+
+def process_steps(
+    schedule: ScheduleModel, now: datetime, horizon_ms: int, report: ScheduleScanReport
+) -> Iterator[None]:
     if schedule.next_fire_at is None or schedule.status != "ACTIVE":
         return
     cutoff = now - GRACE
@@ -74,7 +106,14 @@ def process(schedule: ScheduleModel, now: datetime, horizon_ms: int, report: Sch
             report.catch_ups += 1
             report.missed_recorded += len(plan.missed)
             report.missed_left_out += plan.left_out
-    report.fires_dispatched += fire_dispatch.dispatch_due(schedule, now, horizon_ms)
+    while schedule.next_fire_at is not None and schedule.next_fire_at <= horizon_ms:
+        handled = fire_dispatch.dispatch_due(
+            schedule, now, min(horizon_ms, int(schedule.next_fire_at) + SLICE_MS)
+        )
+        report.fires_dispatched += handled
+        if handled == 0:
+            return  # another writer moved the schedule
+        yield
 
 
 def apply_catch_up(schedule: ScheduleModel, plan: CatchUpPlan, now: datetime) -> bool:
@@ -117,18 +156,34 @@ def apply_catch_up(schedule: ScheduleModel, plan: CatchUpPlan, now: datetime) ->
 
 
 def redispatch_interrupted(now: datetime, report: ScheduleScanReport) -> None:
+    for _ in interrupted_work(now, report):
+        pass
+
+
+def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
     """Fires created but never dispatched (a crash between steps a and c) get their runs now; a Fire
-    whose schedule is gone or paused is cancelled instead."""
+    whose schedule is gone or paused is cancelled instead. One step per Fire."""
     now_ms = clock.to_ms(now)
-    for shard in range(get_settings().shards):
+    shards = get_settings().shards
+    for i in range(shards):
+        shard = (first_shard(now_ms, shards) + i) % shards
         for fire in fire_data.interrupted(str(shard), now_ms - fire_dispatch.INTERRUPTED_AFTER_MS):
-            schedule = schedule_data.get(fire.app_id, fire.schedule_id)
-            if schedule is None or schedule.status != "ACTIVE":
-                fire_data.settle(fire, fire_data.CANCELLED, now_ms, "schedule deleted or paused")
-                continue
-            fire_dispatch.dispatch_fire(schedule, int(fire.fire_at), now_ms)
-            fires.settle_if_done(fire, now_ms)
-            report.fires_redispatched += 1
+            try:
+                redispatch(fire, now_ms, report)
+            except Exception:
+                report.item_failures += 1
+                item_failed("fire", f"{fire.schedule_id}@{fire.fire_at}")
+            yield
+
+
+def redispatch(fire: FireModel, now_ms: int, report: ScheduleScanReport) -> None:
+    schedule = schedule_data.get(fire.app_id, fire.schedule_id, consistent=True)
+    if schedule is None or schedule.status != "ACTIVE":
+        fires.cancel_fire(fire, now_ms, "schedule deleted or paused")
+        return
+    fire_dispatch.dispatch_fire(schedule, int(fire.fire_at), now_ms)
+    fires.settle_if_done(fire, now_ms)
+    report.fires_redispatched += 1
 
 
 def is_late_first_delivery(run: TaskRunModel, now_ms: int) -> bool:
@@ -143,35 +198,133 @@ def is_late_first_delivery(run: TaskRunModel, now_ms: int) -> bool:
     )
 
 
-def settle_late_fires(late: list[TaskRunModel], now: datetime) -> list[TaskRunModel]:
-    """Apply the missed-fire policy to Fires whose deliveries never started, as the catch-up would:
-    RUN_ONCE keeps the most recent of them if it is still the schedule's latest fire time before now
-    and no later Fire has run or been dispatched; everything else becomes MISSED (runs cancelled).
-    Returns the runs to enqueue."""
+@dataclass
+class LateReport:
+    backlogged: int = 0
+    missed: int = 0
+    resent: int = 0
+
+
+def reconcile_late(
+    late: list[TaskRunModel],
+    now: datetime,
+    *,
+    queues_lost: bool = False,
+    state: queue_data.Backlog | None = None,
+) -> tuple[list[TaskRunModel], LateReport]:
+    """Schedule runs no worker ever took, found after their message should have been consumed. While
+    the queues hold a backlog the message may still be among it: look again later (with a growing
+    interval), it will be delivered late. Once the queues hold none, or the message is older than the
+    queue keeps messages, or the queues were rebuilt (`queues_lost`), the message was lost: the
+    missed-fire policy decides (settle_late_fires). `state` is the queues' backlog as the caller saw
+    it before sending anything this tick (read here if not given). Returns the runs to send again."""
+    report = LateReport()
+    if not late:
+        return [], report
     now_ms = clock.to_ms(now)
-    cutoff_ms = clock.to_ms(now - GRACE)
-    by_fire: dict[tuple[str, str, int], list[TaskRunModel]] = defaultdict(list)
-    for run in late:
-        by_fire[(run.app_id, str(run.source_id), int(run.fire_at))].append(run)  # type: ignore[arg-type]
-    keep: list[TaskRunModel] = []
-    for app_id, schedule_id in {(a, s) for a, s, _ in by_fire}:
-        fire_times = sorted(at for (a, s, at) in by_fire if (a, s) == (app_id, schedule_id))
-        newest = fire_times[-1]
-        schedule = schedule_data.get(app_id, schedule_id)
-        run_newest = False
-        if schedule is not None and schedule.status == "ACTIVE" and schedule.missed_policy == "RUN_ONCE":
-            following = fire_dispatch.next_after_ms(schedule, newest)
-            still_latest = following is None or following > cutoff_ms
-            run_newest = still_latest and not fire_data.any_after(schedule_id, newest, now_ms)
-        for fire_at in fire_times:
-            runs = by_fire[(app_id, schedule_id, fire_at)]
-            if run_newest and fire_at == newest:
-                keep.extend(runs)
+    if state is None and not queues_lost:
+        state = queue_data.backlog()
+    if not queues_lost:
+        redispatch_ms = get_settings().redispatch_after_sec * 1000
+        lost: list[TaskRunModel] = []
+        for run in late:
+            sent = run_data.last_sent_ms(run)
+            if state is not None and (state.waiting == 0 or now_ms - sent > state.retention_ms):
+                lost.append(run)
                 continue
-            reason = "missed: the fire's delivery could not start in time (outage or lost message)"
-            for run in runs:
-                run_data.cancel(run, now_ms, reason)
-            fire = fire_data.get(schedule_id, fire_at)
-            if fire is not None and fire_data.settle(fire, fire_data.MISSED, now_ms, reason):
-                count(MISSED_FIRES)
-    return keep
+            wait = max(redispatch_ms, now_ms - sent)  # a long backlog is looked at less and less often
+            if state is not None:
+                wait = min(wait, max(redispatch_ms, sent + state.retention_ms - now_ms))
+            if run_data.wake_later(run, now_ms + wait):
+                report.backlogged += 1
+        if report.backlogged:
+            logger.info("schedule runs wait behind a queue backlog", extra={"count": report.backlogged})
+        late = lost
+    resend = settle_late_fires(late, now, report)
+    report.resent = len(resend)
+    return resend, report
+
+
+def _unstarted(run: TaskRunModel) -> bool:
+    return run.status == st.PENDING and int(run.total_attempts) == 0
+
+
+def _started(run: TaskRunModel) -> bool:
+    return run.status != st.CANCELLED and not _unstarted(run)
+
+
+def settle_late_fires(
+    late: list[TaskRunModel], now: datetime, report: LateReport | None = None
+) -> list[TaskRunModel]:
+    """Runs whose message was lost before any run of their Fire started: the Fire's fate follows the
+    missed-fire policy (domain.catchup.plan_late_fires); a Fire with a started run happened, so its
+    lost runs are delivered late; a paused or deleted schedule's are cancelled. Every cancel is
+    conditional on the run still never having been taken: if a worker took one meanwhile, the Fire
+    settles from its runs' outcomes (never MISSED with a delivered run). Returns the runs to send."""
+    report = report if report is not None else LateReport()
+    now_ms = clock.to_ms(now)
+    cutoff = now - GRACE
+    lost_ids = {run.run_id for run in late}
+    by_schedule: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for run in late:
+        by_schedule[(run.app_id, str(run.source_id))].add(int(run.fire_at))  # type: ignore[arg-type]
+    resend: list[TaskRunModel] = []
+    for (app_id, schedule_id), fire_times in by_schedule.items():
+        try:
+            schedule = schedule_data.get(app_id, schedule_id, consistent=True)
+            fires_at = {t: fire_data.get(schedule_id, t) for t in sorted(fire_times)}
+            runs_at = {
+                t: run_data.get_many(fire_data.run_ids_of(fire))
+                if fire is not None
+                else [r for r in late if r.source_id == schedule_id and r.fire_at == t]
+                for t, fire in fires_at.items()
+            }
+            if schedule is None or schedule.status != "ACTIVE":
+                for t, fire in fires_at.items():
+                    for run in runs_at[t]:
+                        if run.run_id in lost_ids and _unstarted(run):
+                            run_data.cancel_unstarted(run, now_ms, "schedule deleted or paused")
+                    if fire is not None:
+                        fires.settle_if_done(fire, now_ms)
+                continue
+            started = {t for t, runs in runs_at.items() if any(_started(r) for r in runs)}
+            unstarted = sorted(t for t in fires_at if t not in started)
+            plan = plan_late_fires(
+                fire_dispatch.spec_of(schedule),
+                unstarted,
+                cutoff,
+                "SKIP" if schedule.missed_policy == "SKIP" else "RUN_ONCE",
+                later_fire_ran=bool(unstarted) and fire_data.any_after(schedule_id, unstarted[-1], now_ms),
+            )
+            for t in sorted(started) + plan.run_late:
+                resend.extend(r for r in runs_at[t] if r.run_id in lost_ids and _unstarted(r))
+            for t in plan.missed:
+                if miss(fires_at[t], runs_at[t], now_ms):
+                    report.missed += 1
+        except Exception:
+            item_failed("late fires", schedule_id)
+    return resend
+
+
+MISSED_REASON = "missed: the fire's delivery could not start in time (outage or lost message)"
+
+
+def miss(fire: FireModel | None, runs: list[TaskRunModel], now_ms: int) -> bool:
+    """Cancel every run of a Fire none of whose runs started and record it MISSED; True if it was.
+    A run a worker took meanwhile keeps the Fire open: it settles from its runs' outcomes."""
+    cancelled_all = fire is not None and len(runs) == len(fire_data.run_ids_of(fire))
+    for run in runs:
+        if run.status == st.CANCELLED:
+            continue
+        if not (_unstarted(run) and run_data.cancel_unstarted(run, now_ms, MISSED_REASON)):
+            cancelled_all = False
+    if fire is None:
+        return False
+    if not cancelled_all:
+        fires.settle_if_done(fire, now_ms)
+        return False
+    if not fire_data.settle(fire, fire_data.MISSED, now_ms, MISSED_REASON):
+        return False
+    count(MISSED_FIRES)
+    fires.after_settle(fire, fire_data.MISSED, now_ms, MISSED_REASON)
+    return True

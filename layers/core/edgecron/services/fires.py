@@ -37,22 +37,30 @@ def run_settled(run: TaskRunModel, status: str, now_ms: int) -> None:
 
 
 def settle_if_done(fire: FireModel, now_ms: int, known: dict[str, str] | None = None) -> str | None:
-    runs = {r.run_id: r for r in run_data.get_many(list(fire.run_ids))}
+    run_ids = fire_data.all_run_ids(fire)
+    if run_ids is None:
+        return None  # a broadcast Fire still being fanned out: more runs are coming
+    runs: dict[str, TaskRunModel] = {}
     statuses = []
-    for run_id in fire.run_ids:
-        if known and run_id in known:
-            statuses.append(known[run_id])
-        elif run_id in runs:
-            statuses.append(runs[run_id].status)
-        else:
-            return None  # not created yet: dispatch is still going on
+    for start in range(0, len(run_ids), 100):  # stop reading at the first run still open
+        chunk = run_ids[start : start + 100]
+        runs.update({r.run_id: r for r in run_data.get_many(chunk)})
+        for run_id in chunk:
+            if known and run_id in known:
+                statuses.append(known[run_id])
+            elif run_id in runs:
+                statuses.append(runs[run_id].status)
+            else:
+                return None  # not created yet: dispatch is still going on
+            if statuses[-1] not in st.TERMINAL:
+                return None
     final = fire_status(statuses)
     if final is None:
         return None
     error = next(
         (
             runs[r].last_error
-            for r in fire.run_ids
+            for r in run_ids
             if r in runs and runs[r].status in (st.FAILED, st.DEAD_LETTER) and runs[r].last_error
         ),
         None,
@@ -109,7 +117,7 @@ def cancel_open(schedule_id: str, now_ms: int, reason: str) -> int:
     and settle those Fires; runs already in flight finish normally. Returns runs cancelled."""
     cancelled = 0
     for fire in fire_data.open_fires_of(schedule_id):
-        for run in run_data.get_many(list(fire.run_ids)):
+        for run in run_data.get_many([r for page in fire_data.run_id_pages(fire) for r in page]):
             if run.status in st.CANCELLABLE and run_data.cancel(run, now_ms, reason):
                 cancelled += 1
         settle_if_done(fire, now_ms)

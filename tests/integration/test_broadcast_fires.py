@@ -216,3 +216,27 @@ def test_a_broadcast_fire_with_no_active_endpoint_completes(pump: Pump, small_pa
     assert stored.status == "COMPLETED" and stored.error == "no active endpoints at fire time"
     assert app_runs(app_id) == []
     call_api("POST", f"/v1/schedules/{resp.body['id']}/pause", key=key)
+
+
+def test_a_broadcast_fire_whose_fan_out_message_was_lost_is_resumed_by_the_scan(
+    pump: Pump, small_pages: None
+) -> None:
+    fixed = clock.FixedClock(T0)
+    clock.set_clock(fixed)
+    app_id, key = new_app("broadcast-lost")
+    endpoints = bulk_endpoints(app_id, 150, "http://127.0.0.1:9/lost")
+    resp = call_api("POST", "/v1/schedules", key=key, body={"cron": "* * * * *"})
+    schedule_id = resp.body["id"]
+    fire_at = clock.to_ms(T0 + timedelta(seconds=30))
+    assert pump.once("FanoutQueue", "fanout", batch=1) == 1  # page 0; then page 1's message is lost
+    drain_queues()
+    stored = schedule_data.get(app_id, schedule_id)
+    assert stored is not None and stored.next_fire_at == fire_at + 60_000  # the schedule moved on
+    fixed.advance(70)  # 40 s after the fire time, no page recorded for 70 s
+    invoke("scan", load_event("scan.json"))
+    assert fan_out_pages(pump)[0] == 2 + 3  # pages 1 and 2 from where it stopped; the next fire's 3
+    fire = fire_data.get(schedule_id, fire_at)
+    assert fire is not None and fire.started_at is not None and int(fire.run_count) == 150
+    listed = [rid for page in fire_data.run_id_pages(fire) for rid in page]
+    assert sorted(listed) == sorted(fire_dispatch.run_id_for(schedule_id, fire_at, ep) for ep in endpoints)
+    drain_queues()

@@ -62,7 +62,8 @@ def create(
 ) -> tuple[FireModel | None, bool]:
     """Create the Fire unless it exists; returns (the stored Fire, created?). With
     `while_next_fire_at`, only while the schedule is ACTIVE with that next fire time (one
-    transaction); (None, False) when it is not (paused, deleted or moved on since it was read)."""
+    transaction); (None, False) when it is not (paused, deleted or moved on since it was read) and
+    no such Fire exists."""
     is_open = status in OPEN
     fire = M(
         schedule_id=schedule_id,
@@ -81,14 +82,14 @@ def create(
         expires_at=expires_at_s(now_ms),
     )
     if while_next_fire_at is None:
-        created = save_if(fire, M.fire_at.does_not_exist())
+        created, refused = save_if(fire, M.fire_at.does_not_exist()), False
     else:
         created, refused = _create_while_active(fire, app_id, while_next_fire_at)
-        if refused:
-            return None, False
     if created:
         return fire, True
     existing = get(schedule_id, fire_at_ms)
+    if existing is None and refused:
+        return None, False  # no Fire, and the schedule is not ACTIVE at this fire time
     if existing is None:  # expired and deleted between the two calls: treat as new
         return create(
             schedule_id,
@@ -106,7 +107,8 @@ def create(
 
 
 def _create_while_active(fire: FireModel, app_id: str, next_fire_at: int) -> tuple[bool, bool]:
-    """(created, refused by the schedule check)."""
+    """(created, refused by the schedule check). An existing Fire wins over a refusal: it was
+    created while the schedule was ACTIVE, and its dispatch goes on (or is cancelled) from there."""
     try:
         with fanout_pages.transaction() as tx:
             tx.save(fire, condition=M.fire_at.does_not_exist())

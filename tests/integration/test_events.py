@@ -4,7 +4,9 @@ fan-out at scale with duplicated messages and crashes, validation and tenant iso
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -321,9 +323,16 @@ def test_one_event_to_1000_endpoints_makes_exactly_1000_runs(
         sent += crash_step(pump, monkeypatch, run_data, "put_new", survive_calls=50)
         sent += fan_out_step(pump)  # page 3 again
         sent += fan_out_step(pump)  # page 4
-        # page 5's worker dies after sending its continuation, before recording the page
+        # page 5's worker dies recording the page: it sent nothing onwards
         sent += crash_step(pump, monkeypatch, event_data, "record_page", survive_calls=0)
-        assert pump.depth("FanoutQueue") == 2  # page 5 again, and page 6 from the dead worker
+        assert pump.depth("FanoutQueue") == 1  # page 5 again, nothing else
+        sent += fan_out_step(pump)  # page 5
+        # page 6's worker dies after sending page 7's message, before marking page 6 continued
+        sent += crash_step(pump, monkeypatch, fanout.fanout_pages, "mark_continued", survive_calls=0)
+        assert pump.depth("FanoutQueue") == 2  # page 6 again, and page 7: the one repeat there is
+        # page 6 again re-sends page 7's message (the one repeat); page 7's record absorbs it
+        sent += fan_out_step(pump) + fan_out_step(pump) + fan_out_step(pump)
+        assert pump.depth("FanoutQueue") == 1  # page 8, once
 
     pages = 0
     while pump.depth("FanoutQueue"):
@@ -340,7 +349,10 @@ def test_one_event_to_1000_endpoints_makes_exactly_1000_runs(
 
     stored = event_data.get(app_id, event["id"], consistent=True)
     assert stored is not None and stored.fanout_status == "done"
-    assert len(stored.endpoint_ids) == 1000 and set(stored.endpoint_ids) == matching
+    assert int(stored.matched_count) == 1000 and int(stored.page_count) == 11
+    recorded = [ep for _, page in event_data.matched_pages(stored) for ep in page]
+    assert len(recorded) == 1000 and set(recorded) == matching
+    assert stored.endpoint_ids is None  # the Event item does not grow with its Endpoints
     assert usage(key)["event"] == 1
     if fault in ("none", "duplicate"):
         assert sent == 1000  # the duplicate of page 1 came after it was recorded: nothing resent
@@ -511,7 +523,7 @@ def test_a_stored_event_without_endpoints_is_done_after_one_page(pump: Pump) -> 
     event = published(key, "nobody.listens")
     assert fan_out_all(pump) == 1
     stored = EventModel.get(app_id, event["id"])
-    assert stored.fanout_status == "done" and list(stored.endpoint_ids) == []
+    assert stored.fanout_status == "done" and int(stored.matched_count) == 0 and stored.endpoint_ids is None
     assert call_api("GET", f"/v1/events/{event['id']}", key=key).body["deliveries"] == []
 
 
@@ -522,3 +534,101 @@ def test_the_openapi_document_describes_the_event_and_quota_routes() -> None:
     assert "put" in paths["/v1/apps/{app_id}/quota"]
     assert "202" in paths["/v1/events"]["post"]["responses"]
     assert "429" in paths["/v1/events"]["post"]["responses"]
+
+
+@contextmanager
+def event_writes_rejected(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """DynamoDB refuses every write that touches the Events table, with the error it gives an item
+    past 400 KB; the Event's own reads still work."""
+    import botocore.client
+    from botocore.exceptions import ClientError
+
+    table = os.environ["EVENTS_TABLE"]
+    original = botocore.client.BaseClient._make_api_call
+
+    def touches_events(operation: str, params: Any) -> bool:
+        if operation in ("PutItem", "UpdateItem", "DeleteItem"):
+            return bool(params.get("TableName") == table)
+        if operation == "TransactWriteItems":
+            return any(
+                part.get("TableName") == table
+                for item in params.get("TransactItems", [])
+                for part in item.values()
+            )
+        if operation == "BatchWriteItem":
+            return table in params.get("RequestItems", {})
+        return False
+
+    def rejecting(self: Any, operation: str, params: Any) -> Any:
+        if touches_events(operation, params):
+            error = {
+                "Code": "ValidationException",
+                "Message": "Item size has exceeded the maximum allowed size",
+            }
+            raise ClientError({"Error": error}, operation)
+        return original(self, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", rejecting)
+    yield
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", original)
+
+
+def fanout_bodies(pump: Pump) -> list[dict[str, Any]]:
+    """The bodies of every fan-out message waiting in the queue (handed out and made visible again)."""
+    bodies = []
+    while True:
+        got = pump.sqs.receive_message(QueueUrl=queue("FanoutQueue").url, MaxNumberOfMessages=10)
+        messages = got.get("Messages", [])
+        if not messages:
+            break
+        bodies += [json.loads(m["Body"]) for m in messages]
+        for m in messages:
+            pump.sqs.delete_message(QueueUrl=queue("FanoutQueue").url, ReceiptHandle=m["ReceiptHandle"])
+    for body in bodies:
+        pump.sqs.send_message(QueueUrl=queue("FanoutQueue").url, MessageBody=json.dumps(body))
+    return bodies
+
+
+def test_a_page_that_cannot_be_recorded_sends_no_continuation_and_parks_the_event_failed(
+    pump: Pump, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app_id, key = new_app("record-refused")
+    matching = make_endpoints(app_id, 250, ["invoice.*"])
+    event = published(key, "invoice.paid", {"total": 1})
+    with event_writes_rejected(monkeypatch):
+        for _ in range(5):  # the queue hands the first page out maxReceiveCount times
+            message = receive_fanout(pump)
+            with pytest.raises(BatchProcessingError):
+                invoke("fanout", sqs_event([message], queue("FanoutQueue").arn))
+            redeliver_now(pump, message)
+            drop_deliveries()
+        continuations = [b for b in fanout_bodies(pump) if b.get("cursor") is not None]
+        assert continuations == []  # a page that was not recorded sends nothing onwards
+        assert pump.once("FanoutQueue", "fanout", batch=1) == 0  # the sixth receive moves it to the DLQ
+    assert pump.once("FanoutDLQ", "fanout_dlq") == 1
+    assert pump.depth("FanoutDLQ") == 0
+    failed = call_api("GET", f"/v1/events/{event['id']}", key=key).body
+    assert failed["fanout_status"] == "failed"
+    assert "5 times" in failed["fanout_error"]
+
+    _, other_key = new_app("record-refused-other")
+    assert call_api("POST", f"/v1/events/{event['id']}/redrive", key=other_key).status == 404
+    redriven = call_api("POST", f"/v1/events/{event['id']}/redrive", key=key)
+    assert redriven.status == 202, redriven.body
+    assert redriven.body["fanout_status"] == "running" and redriven.body["fanout_error"] is None
+    again = call_api("POST", f"/v1/events/{event['id']}/redrive", key=key)
+    assert again.status == 409 and again.body["error"]["code"] == "NOT_REDRIVABLE"
+    assert fan_out_all(pump) == 3  # pages of 100: the first page again, then the rest, once each
+    runs = event_runs(app_id, event["id"])
+    assert {r.endpoint_id for r in runs} == matching and len(runs) == 250
+    done = call_api("GET", f"/v1/events/{event['id']}", key=key, query={"limit": "100"}).body
+    assert done["fanout_status"] == "done" and done["matched_endpoints"] == 250
+    listed = list(done["deliveries"])
+    cursor = done["deliveries_next_cursor"]
+    while cursor:
+        page = call_api("GET", f"/v1/events/{event['id']}", key=key, query={"cursor": cursor}).body
+        listed += page["deliveries"]
+        cursor = page["deliveries_next_cursor"]
+    assert sorted(d["endpoint_id"] for d in listed) == sorted(matching)
+    assert call_api("POST", f"/v1/events/{event['id']}/redrive", key=key).status == 409
+    drain_queues()

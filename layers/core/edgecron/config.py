@@ -18,6 +18,7 @@ _TABLE_ENV = {
     "task_runs_table": "TASK_RUNS_TABLE",
     "attempts_table": "ATTEMPTS_TABLE",
     "events_table": "EVENTS_TABLE",
+    "fanout_pages_table": "FANOUT_PAGES_TABLE",
     "usage_table": "USAGE_TABLE",
     "notifications_table": "NOTIFICATIONS_TABLE",
     "idempotency_table": "IDEMPOTENCY_TABLE",
@@ -36,6 +37,7 @@ class Settings(BaseModel):
     task_runs_table: str = "edgecron-task-runs"
     attempts_table: str = "edgecron-attempts"
     events_table: str = "edgecron-events"
+    fanout_pages_table: str = "edgecron-fanout-pages"
     usage_table: str = "edgecron-usage"
     notifications_table: str = "edgecron-notifications"
     idempotency_table: str = "edgecron-idempotency"

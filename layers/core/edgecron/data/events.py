@@ -1,32 +1,30 @@
 """Events, and the paged read of an App's Endpoints that the fan-out walks.
 
 Every read is keyed by app_id (the hash key of both tables), so a fan-out never sees another App's
-Endpoints. The matched Endpoint ids are appended to the Event with an optimistic lock on the list
-size, so a page processed twice (a duplicated message, a crash before the page was recorded)
-never records an Endpoint twice."""
+Endpoints. The Endpoints each page matched are one item per page in FanoutPagesTable, recorded in
+one transaction with the Event's counters (`page_count`, `matched_count`, `fanout_status`), so a page
+processed twice (a duplicated message, a crash before the page was recorded) is recorded once and
+the Event item never grows with the number of Endpoints."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
-from pynamodb.expressions.condition import size
 
 from edgecron import ids
+from edgecron.data import fanout_pages
 from edgecron.data.conditional import update_if
 from edgecron.data.expiry import is_alive
-from edgecron.data.models import EndpointModel, EventModel
+from edgecron.data.models import EndpointModel, EventModel, FanoutPageModel
 from edgecron.data.paging import Page, query_page
-from edgecron.observability import logger
 
 M = EventModel
-PENDING, RUNNING, DONE = "pending", "running", "done"
-# The Event item holds the payload (≤ 200 KiB as compact JSON; pynamodb stores it with spaces) and
-# the matched Endpoint ids (~32 bytes each); DynamoDB items stop at 400 KB. Runs beyond this many
-# are still created and delivered, the Event just stops listing them.
-MAX_RECORDED_ENDPOINTS = 4_000
-_RECORD_TRIES = 8
+PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+OPEN = (PENDING, RUNNING)
 _MATCH_ATTRIBUTES = ["app_id", "endpoint_id", "active", "filter_events"]
+_CONDITION_FAILED = "ConditionalCheckFailed"
 
 
 def put_new(event: EventModel) -> None:
@@ -98,31 +96,61 @@ def endpoints_page(app_id: str, after: str | None, limit: int) -> tuple[list[End
     return items[:limit], len(items) > limit
 
 
-def record_page(event: EventModel, matched: list[str], done: bool) -> EventModel | None:
-    """Append the page's matched Endpoint ids not yet recorded and move fanout_status forward
-    (pending → running → done, never back). Returns the Event as stored, None if it is gone."""
-    current: EventModel | None = event
-    for _ in range(_RECORD_TRIES):
-        if current is None:
-            return None
-        recorded = list(current.endpoint_ids or [])
-        seen = set(recorded)
-        room = max(0, MAX_RECORDED_ENDPOINTS - len(recorded))
-        new = [endpoint_id for endpoint_id in dict.fromkeys(matched) if endpoint_id not in seen][:room]
-        status = DONE if done or current.fanout_status == DONE else RUNNING
-        if not new and current.fanout_status == status:
-            return current
-        actions: list[Any] = [M.fanout_status.set(status)]
-        if new:
-            actions.append(M.endpoint_ids.set((M.endpoint_ids | []).append(new)))
-        unchanged_list = (
-            size(M.endpoint_ids) == len(recorded)
-            if recorded
-            else (M.endpoint_ids.does_not_exist() | (size(M.endpoint_ids) == 0))
-        )
-        condition = M.event_id.exists() & (M.fanout_status == current.fanout_status) & unchanged_list
-        if update_if(current, actions, condition):
-            return current
-        current = get(event.app_id, event.event_id, consistent=True)
-    logger.warning("event update kept conflicting", extra={"event_id": event.event_id})
-    raise RuntimeError(f"could not record the fan-out page of {event.event_id}")
+def record_page(event: EventModel, page: FanoutPageModel) -> str:
+    """Record one page of the Event's fan-out with the Event's counters, all or nothing; pages are
+    recorded in order. Returns recorded | exists (an earlier delivery recorded it) | gone."""
+    n = int(page.page)
+    in_order = (M.page_count == n) if n else (M.page_count.does_not_exist() | (M.page_count == 0))
+    actions: list[Any] = [
+        M.fanout_status.set(RUNNING if page.more else DONE),
+        M.page_count.set(n + 1),
+        M.matched_count.add(len(page.endpoint_ids)),
+    ]
+    reasons = fanout_pages.record(
+        page, (M(app_id=event.app_id, event_id=event.event_id), actions, M.event_id.exists() & in_order)
+    )
+    if not reasons:
+        return "recorded"
+    if reasons[0] == _CONDITION_FAILED:
+        return "exists"
+    if get(event.app_id, event.event_id, consistent=True) is None:
+        return "gone"
+    raise RuntimeError(f"fan-out page {n} of {event.event_id} is out of order ({reasons})")
+
+
+def mark_failed(app_id: str, event_id: str, reason: str) -> bool:
+    """A fan-out the queue gave up on: the Event shows why, until a re-drive resumes it."""
+    return update_if(
+        M(app_id=app_id, event_id=event_id),
+        [M.fanout_status.set(FAILED), M.fanout_error.set(reason[:500])],
+        M.event_id.exists() & M.fanout_status.is_in(*OPEN),
+    )
+
+
+def reopen(event: EventModel) -> bool:
+    """failed → running (a re-drive); only one of two concurrent re-drives wins."""
+    return update_if(
+        event, [M.fanout_status.set(RUNNING), M.fanout_error.remove()], M.fanout_status == FAILED
+    )
+
+
+def mark_done(event: EventModel) -> bool:
+    return update_if(event, [M.fanout_status.set(DONE), M.fanout_error.remove()], M.event_id.exists())
+
+
+def matched(event: EventModel) -> int:
+    """How many Endpoints the fan-out matched so far."""
+    if event.matched_count is not None:
+        return int(event.matched_count)
+    return len(event.endpoint_ids or [])
+
+
+def matched_pages(event: EventModel, start: int = 0) -> Iterator[tuple[int, list[str]]]:
+    """(page number, matched Endpoint ids) in fan-out order from page `start`. An Event stored
+    before pages existed lists its ids itself: they are its page 0."""
+    if event.endpoint_ids:
+        if start == 0:
+            yield 0, list(event.endpoint_ids)
+        return
+    for page in fanout_pages.pages(event.event_id, start):
+        yield int(page.page), list(page.endpoint_ids or [])

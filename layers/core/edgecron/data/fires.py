@@ -1,19 +1,26 @@
 """Fires: one row per (schedule_id, fire_at), created with a conditional write — the exactly-once
-anchor. `open_shard` keeps a Fire in the sparse `open_fires` index until it settles; `started_at`
-is set once its runs are enqueued, so a Fire open without it was interrupted mid-dispatch."""
+anchor — in one transaction with a check that the schedule is still ACTIVE at the fire time the scan
+read, so a pause or delete that lands first leaves no Fire. `open_shard` keeps a Fire in the sparse
+`open_fires` index until it settles; `started_at` is set once its runs are enqueued (for a paged
+Fire: once its last fan-out page is recorded), so a Fire open without it was interrupted mid-dispatch.
+
+A Fire bound to listed Endpoints keeps their ids and its run ids on the item; a broadcast Fire
+(`paged`) keeps them in FanoutPagesTable, one item per page, and counts them (`run_count`,
+`page_count`). run_id_pages and all_run_ids read both layouts."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist
+from pynamodb.exceptions import DoesNotExist, TransactWriteError
 
 from edgecron import ids
 from edgecron.config import get_settings
+from edgecron.data import fanout_pages
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import expires_at_s
-from edgecron.data.models import FireModel
+from edgecron.data.models import FanoutPageModel, FireModel, ScheduleModel
 from edgecron.data.paging import Page, query_page
 
 M = FireModel
@@ -27,10 +34,17 @@ SCHEDULED, RUNNING, COMPLETED, FAILED, CANCELLED, MISSED = (
 )
 OPEN = (SCHEDULED, RUNNING)
 FINAL = (COMPLETED, FAILED, CANCELLED, MISSED)
+_CONDITION_FAILED = "ConditionalCheckFailed"
+S = ScheduleModel
 
 
 def open_shard(schedule_id: str) -> str:
     return ids.shard_of(schedule_id, get_settings().shards)
+
+
+def run_id(schedule_id: str, fire_at_ms: int, endpoint_id: str) -> str:
+    """The Task Run of a fire at an Endpoint: the same triple always gives the same id."""
+    return ids.deterministic_id("run", schedule_id, str(fire_at_ms), endpoint_id)
 
 
 def create(
@@ -43,8 +57,13 @@ def create(
     *,
     status: str = SCHEDULED,
     error: str | None = None,
-) -> tuple[FireModel, bool]:
-    """Create the Fire unless it exists; returns (the stored Fire, created?)."""
+    paged: bool = False,
+    while_next_fire_at: int | None = None,
+) -> tuple[FireModel | None, bool]:
+    """Create the Fire unless it exists; returns (the stored Fire, created?). With
+    `while_next_fire_at`, only while the schedule is ACTIVE with that next fire time (one
+    transaction); (None, False) when it is not (paused, deleted or moved on since it was read) and
+    no such Fire exists."""
     is_open = status in OPEN
     fire = M(
         schedule_id=schedule_id,
@@ -53,20 +72,62 @@ def create(
         status=status,
         endpoint_ids=endpoint_ids,
         run_ids=run_ids,
+        paged=paged,
+        run_count=0 if paged else len(run_ids),
+        page_count=0 if paged else None,
         created_at=now_ms,
         error=error,
         open_shard=open_shard(schedule_id) if is_open else None,
         finished_at=None if is_open else now_ms,
         expires_at=expires_at_s(now_ms),
     )
-    if save_if(fire, M.fire_at.does_not_exist()):
+    if while_next_fire_at is None:
+        created, refused = save_if(fire, M.fire_at.does_not_exist()), False
+    else:
+        created, refused = _create_while_active(fire, app_id, while_next_fire_at)
+    if created:
         return fire, True
     existing = get(schedule_id, fire_at_ms)
+    if existing is None and refused:
+        return None, False  # no Fire, and the schedule is not ACTIVE at this fire time
     if existing is None:  # expired and deleted between the two calls: treat as new
         return create(
-            schedule_id, fire_at_ms, app_id, endpoint_ids, run_ids, now_ms, status=status, error=error
+            schedule_id,
+            fire_at_ms,
+            app_id,
+            endpoint_ids,
+            run_ids,
+            now_ms,
+            status=status,
+            error=error,
+            paged=paged,
+            while_next_fire_at=while_next_fire_at,
         )
     return existing, False
+
+
+def _create_while_active(fire: FireModel, app_id: str, next_fire_at: int) -> tuple[bool, bool]:
+    """(created, refused by the schedule check). An existing Fire wins over a refusal: it was
+    created while the schedule was ACTIVE, and its dispatch goes on (or is cancelled) from there."""
+    try:
+        with fanout_pages.transaction() as tx:
+            tx.save(fire, condition=M.fire_at.does_not_exist())
+            tx.condition_check(
+                S,
+                app_id,
+                fire.schedule_id,
+                condition=(S.status == "ACTIVE") & (S.next_fire_at == next_fire_at),
+            )
+    except TransactWriteError as exc:
+        if exc.cause_response_code != "TransactionCanceledException":
+            raise
+        codes = [fanout_pages.reason_code(r) for r in exc.cancellation_reasons]
+        if codes and codes[0] == _CONDITION_FAILED:  # the schedule check (sent first)
+            return False, True
+        if len(codes) > 1 and codes[1] == _CONDITION_FAILED:  # the Fire exists
+            return False, False
+        raise
+    return True, False
 
 
 def get(schedule_id: str, fire_at_ms: int) -> FireModel | None:
@@ -80,6 +141,64 @@ def mark_dispatched(fire: FireModel, now_ms: int) -> None:
     fire.update(actions=[M.started_at.set(max(int(fire.fire_at), now_ms))], condition=M.status.is_in(*OPEN))
 
 
+def record_page(fire: FireModel, page: FanoutPageModel, now_ms: int) -> str:
+    """Record one fan-out page of a paged Fire with its counters, all or nothing, while the Fire is
+    open and its schedule ACTIVE; the last page also marks the Fire dispatched. Returns recorded |
+    exists (an earlier delivery recorded it) | stopped (the Fire settled or the schedule was paused
+    or deleted: the page's runs must not be delivered)."""
+    n = int(page.page)
+    in_order = (M.page_count == n) if n else (M.page_count.does_not_exist() | (M.page_count == 0))
+    actions: list[Any] = [
+        M.page_count.set(n + 1),
+        M.run_count.add(len(page.endpoint_ids)),
+        M.progress_at.set(now_ms),
+    ]
+    if not page.more:
+        actions.append(M.started_at.set(max(int(fire.fire_at), now_ms)))
+    owner = M(schedule_id=fire.schedule_id, fire_at=int(fire.fire_at))
+    reasons = fanout_pages.record(
+        page,
+        (owner, actions, M.status.is_in(*OPEN) & in_order),
+        [(S, fire.app_id, fire.schedule_id, S.status == "ACTIVE")],
+    )
+    if not reasons:
+        return "recorded"
+    if reasons[0] == _CONDITION_FAILED:
+        return "exists"
+    if any(code == _CONDITION_FAILED for code in reasons[1:]):
+        current = get(fire.schedule_id, int(fire.fire_at))
+        if current is not None and current.status in OPEN and reasons[2] != _CONDITION_FAILED:
+            raise RuntimeError(f"fan-out page {n} of a fire of {fire.schedule_id} is out of order")
+        return "stopped"
+    raise RuntimeError(f"fan-out page {n} of a fire of {fire.schedule_id} not recorded ({reasons})")
+
+
+def run_pages(fire: FireModel) -> Iterator[list[tuple[str, str]]]:
+    """(endpoint_id, run_id) of the Fire's Task Runs, at most one fan-out page at a time, in fan-out
+    order: the ids listed on the item, or the recorded pages of a broadcast Fire."""
+    if not fire.paged:
+        if fire.run_ids:
+            yield list(zip(fire.endpoint_ids, fire.run_ids, strict=True))
+        return
+    owner = fanout_pages.fire_owner(fire.schedule_id, int(fire.fire_at))
+    for page in fanout_pages.pages(owner):
+        yield [(ep, run_id(fire.schedule_id, int(fire.fire_at), ep)) for ep in page.endpoint_ids or []]
+
+
+def run_id_pages(fire: FireModel) -> Iterator[list[str]]:
+    """The Fire's run ids, at most one fan-out page at a time, in fan-out order."""
+    for page in run_pages(fire):
+        yield [rid for _, rid in page]
+
+
+def all_run_ids(fire: FireModel) -> list[str] | None:
+    """Every run id of the Fire, or None while a paged Fire is still being fanned out (more runs
+    are coming, so the Fire cannot settle yet)."""
+    if fire.paged and fire.started_at is None:
+        return None
+    return run_ids_of(fire)
+
+
 def settle(fire: FireModel, status: str, now_ms: int, error: str | None) -> bool:
     """Move a Fire to its final status once; only the winner counts it toward auto-pause."""
     actions: list[Any] = [M.status.set(status), M.finished_at.set(now_ms), M.open_shard.remove()]
@@ -89,13 +208,14 @@ def settle(fire: FireModel, status: str, now_ms: int, error: str | None) -> bool
 
 
 def run_ids_of(fire: FireModel) -> list[str]:
-    """The ids of the Task Runs the Fire created (or will create, if its dispatch was interrupted)."""
-    return list(fire.run_ids)
+    """The ids of the Task Runs the Fire created (or will create, if its dispatch was interrupted)
+    so far; a broadcast Fire still being fanned out has more to come (see all_run_ids)."""
+    return [rid for page in run_id_pages(fire) for rid in page]
 
 
 def runs_of(fire: FireModel) -> list[tuple[str, str]]:
-    """(endpoint_id, run_id) of each Task Run of the Fire."""
-    return list(zip(fire.endpoint_ids, fire.run_ids, strict=True))
+    """(endpoint_id, run_id) of each Task Run of the Fire recorded so far."""
+    return [pair for page in run_pages(fire) for pair in page]
 
 
 def open_fires_of(schedule_id: str, *, recent_from_ms: int | None = None) -> Iterator[FireModel]:

@@ -144,8 +144,14 @@ class FireModel(Model):
     fire_at = NumberAttribute(range_key=True)
     app_id = UnicodeAttribute()
     status = UnicodeAttribute()
+    # a Fire bound to listed Endpoints (at most 100) keeps them and its runs here; a broadcast Fire
+    # (every Endpoint of the App) keeps them in FanoutPagesTable, one item per page (`paged`)
     endpoint_ids = ListAttribute[str](of=UnicodeAttribute, default=list)  # type: ignore[arg-type]
     run_ids = ListAttribute[str](of=UnicodeAttribute, default=list)  # type: ignore[arg-type]
+    paged = BooleanAttribute(default=False)
+    run_count = NumberAttribute(null=True)  # runs created so far (all of them once started_at is set)
+    page_count = NumberAttribute(null=True)  # fan-out pages recorded so far
+    progress_at = NumberAttribute(null=True)  # when the last fan-out page was recorded
     open_shard = UnicodeAttribute(null=True)  # set until the Fire settles
     created_at = NumberAttribute()
     started_at = NumberAttribute(null=True)
@@ -261,8 +267,33 @@ class EventModel(Model):
     name = UnicodeAttribute()
     payload = JSONAttribute(null=True)
     idempotency_key = UnicodeAttribute(null=True)
-    fanout_status = UnicodeAttribute(default="pending")
+    fanout_status = UnicodeAttribute(default="pending")  # pending | running | done | failed
+    fanout_error = UnicodeAttribute(null=True)  # why the fan-out stopped (status failed)
+    # the matched Endpoints live in FanoutPagesTable (one item per page); only Events stored before
+    # that layout list them here
+    endpoint_ids = ListAttribute[str](of=UnicodeAttribute, null=True)  # type: ignore[arg-type]
+    matched_count = NumberAttribute(null=True)
+    page_count = NumberAttribute(null=True)  # fan-out pages recorded so far
+    created_at = NumberAttribute()
+    expires_at = NumberAttribute(null=True)
+
+
+class FanoutPageModel(Model):
+    """One page of a fan-out (an Event's, or a broadcast Fire's): the Endpoints it reached. Created
+    once with a conditional write, so a page processed twice is recorded once."""
+
+    class Meta:
+        table_name = _settings.fanout_pages_table
+        region = _settings.region
+
+    owner_id = UnicodeAttribute(hash_key=True)  # event_id, or schedule_id#fire_at
+    page = NumberAttribute(range_key=True)  # 0, 1, 2 … in Endpoint id order
+    app_id = UnicodeAttribute()
+    after = UnicodeAttribute(null=True)  # the page covers the App's Endpoints after this id
+    last_endpoint_id = UnicodeAttribute(null=True)  # where the next page starts
     endpoint_ids = ListAttribute[str](of=UnicodeAttribute, default=list)  # type: ignore[arg-type]
+    more = BooleanAttribute(default=False)
+    continued = BooleanAttribute(default=False)  # the next page's message was sent
     created_at = NumberAttribute()
     expires_at = NumberAttribute(null=True)
 

@@ -93,6 +93,26 @@ def backlog() -> Backlog | None:
     return Backlog(waiting, retention_ms or 345_600_000)
 
 
-def send_fanout(event_id: str, app_id: str, cursor: str | None = None) -> None:
-    body = json.dumps({"event_id": event_id, "app_id": app_id, "cursor": cursor}, separators=(",", ":"))
-    client("sqs").send_message(QueueUrl=get_settings().fanout_queue_url, MessageBody=body)
+def send_fanout(event_id: str, app_id: str, cursor: str | None = None, page: int = 0) -> None:
+    """The fan-out message of one page of an Event (page 0 after no cursor)."""
+    _send_fanout({"event_id": event_id, "app_id": app_id, "cursor": cursor, "page": page})
+
+
+def send_fire_fanout(
+    schedule_id: str, fire_at_ms: int, app_id: str, cursor: str | None = None, page: int = 0
+) -> None:
+    """The fan-out message of one page of a broadcast Fire (a schedule bound to every Endpoint)."""
+    _send_fanout(
+        {
+            "schedule_id": schedule_id,
+            "fire_at": fire_at_ms,
+            "app_id": app_id,
+            "cursor": cursor,
+            "page": page,
+        }
+    )
+
+
+def _send_fanout(body: dict[str, object]) -> None:
+    message = json.dumps(body, separators=(",", ":"))
+    client("sqs").send_message(QueueUrl=get_settings().fanout_queue_url, MessageBody=message)

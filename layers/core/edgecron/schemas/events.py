@@ -14,7 +14,7 @@ EventName = Annotated[
     StringConstraints(min_length=1, max_length=MAX_NAME_LENGTH),
     AfterValidator(validate_name),
 ]
-FanoutStatus = Literal["pending", "running", "done"]
+FanoutStatus = Literal["pending", "running", "done", "failed"]
 
 
 class EventCreate(Strict):
@@ -28,8 +28,10 @@ class EventOut(BaseModel):
     payload: Any = None
     idempotency_key: str | None
     fanout_status: FanoutStatus = Field(
-        description="pending (queued), running (some Endpoints done), done (every Endpoint matched)"
+        description="pending (queued), running (some Endpoints done), done (every Endpoint matched), "
+        "failed (a fan-out page kept failing; see fanout_error, then POST /v1/events/{id}/redrive)"
     )
+    fanout_error: str | None = Field(default=None, description="why the fan-out stopped (failed only)")
     matched_endpoints: int = Field(description="Endpoints matched so far (each got one Task Run)")
     created_at: str
 
@@ -55,6 +57,7 @@ class EventSummary(BaseModel):
     name: str
     idempotency_key: str | None
     fanout_status: FanoutStatus
+    fanout_error: str | None = None
     matched_endpoints: int
     created_at: str
 

@@ -1,4 +1,5 @@
-"""Event use cases for the API: publish (store, bill once, hand to the fan-out queue), look up, list.
+"""Event use cases for the API: publish (store, bill once, hand to the fan-out queue), look up, list,
+re-drive a fan-out that failed.
 
 Publishing answers before any Endpoint is matched: the fan-out function (services/fanout.py)
 creates the Task Runs off the request path."""
@@ -11,13 +12,14 @@ from typing import Any
 
 from edgecron import clock, ids
 from edgecron.data import events as data
+from edgecron.data import fanout_pages
 from edgecron.data import runs as run_data
 from edgecron.data import usage as usage_data
 from edgecron.data.expiry import expires_at_s
 from edgecron.data.models import EventModel, TaskRunModel
 from edgecron.data.paging import Page
 from edgecron.data.queues import send_fanout
-from edgecron.errors import NotFound, ParamInvalid
+from edgecron.errors import Conflict, NotFound, ParamInvalid
 from edgecron.observability import logger
 from edgecron.schemas.events import EventCreate
 from edgecron.services import quota, usage
@@ -50,7 +52,8 @@ def publish(
         payload=req.payload,
         idempotency_key=idempotency_key,
         fanout_status=data.PENDING,
-        endpoint_ids=[],
+        matched_count=0,
+        page_count=0,
         created_at=now_ms,
         expires_at=expires_at_s(now_ms),
     )
@@ -113,16 +116,59 @@ class Delivery:
     run: TaskRunModel | None  # None once the run expired
 
 
-def deliveries(event: EventModel, offset: int, limit: int, now_ms: int) -> tuple[list[Delivery], int | None]:
-    """One page of the Event's matched Endpoints with their Task Runs (batch-read), and the offset
-    of the next page (None at the end). Paged because a run item carries the payload."""
-    endpoint_ids = list(event.endpoint_ids or [])[offset : offset + limit]
-    run_ids = [run_id_for(event.event_id, endpoint_id) for endpoint_id in endpoint_ids]
+DeliveriesCursor = tuple[int, int]  # (fan-out page, index in that page)
+
+
+def deliveries(
+    event: EventModel, start: DeliveriesCursor, limit: int, now_ms: int
+) -> tuple[list[Delivery], DeliveriesCursor | None]:
+    """One page of the Event's matched Endpoints in fan-out order, with their Task Runs
+    (batch-read), and where the next page starts (None at the end). Paged because a run item
+    carries the payload; read from the fan-out pages, one small item per page."""
+    first_page, index = start
+    chosen: list[str] = []
+    nxt: DeliveriesCursor | None = None
+    for page_no, endpoint_ids in data.matched_pages(event, first_page):
+        offset = index if page_no == first_page else 0
+        room = limit - len(chosen)
+        chosen += endpoint_ids[offset : offset + room]
+        if offset + room < len(endpoint_ids):
+            nxt = (page_no, offset + room)
+            break
+        if len(chosen) >= limit:
+            nxt = (page_no + 1, 0)
+            break
+    run_ids = [run_id_for(event.event_id, endpoint_id) for endpoint_id in chosen]
     runs = {
         r.run_id: r
         for r in run_data.get_many(run_ids)
         if r.app_id == event.app_id and (r.expires_at is None or r.expires_at > now_ms // 1000)
     }
-    page = [Delivery(ep, rid, runs.get(rid)) for ep, rid in zip(endpoint_ids, run_ids, strict=True)]
-    nxt = offset + limit
-    return page, (nxt if nxt < len(event.endpoint_ids or []) else None)
+    page = [Delivery(ep, rid, runs.get(rid)) for ep, rid in zip(chosen, run_ids, strict=True)]
+    if nxt is not None and nxt[1] == 0 and not _has_more(event, nxt[0]):
+        nxt = None
+    return page, nxt
+
+
+def _has_more(event: EventModel, page_no: int) -> bool:
+    """Whether any matched Endpoint is listed from `page_no` on (pages may match none)."""
+    return any(ids for _, ids in data.matched_pages(event, page_no))
+
+
+def redrive(app_id: str, event_id: str, now_ms: int) -> EventModel:
+    """Resume a fan-out that failed (marked so by the fan-out DLQ consumer) from its first page not
+    yet continued. Pages already recorded are not repeated and their runs are not created twice."""
+    event = get(app_id, event_id, now_ms)
+    if event.fanout_status != data.FAILED or not data.reopen(event):
+        raise Conflict(
+            f"event fan-out is {event.fanout_status}; only a failed fan-out can be re-driven",
+            "fanout_status",
+            code="NOT_REDRIVABLE",
+        )
+    point = fanout_pages.resume_point(event.event_id)
+    if point is None:  # its last page was recorded after all
+        data.mark_done(event)
+    else:
+        page, cursor = point
+        send_fanout(event.event_id, app_id, cursor=cursor, page=page)
+    return get(app_id, event_id, now_ms)

@@ -1,16 +1,20 @@
-"""The fan-out function's use case: one message = one page of the App's Endpoints.
+"""The fan-out function's use case: one message = one page of the App's Endpoints, for an Event or
+for a broadcast Fire (a schedule bound to every Endpoint of its App).
 
-For the page after `cursor` (Endpoint ids in key order, read by app_id so no other App is seen):
-(a) every ACTIVE Endpoint whose filter_events matches the Event's name gets a Task Run with the
-deterministic id (event × endpoint), created with a conditional put, (b) those runs are enqueued,
-(c) if Endpoints remain, a continuation message carries the page's last Endpoint id as its cursor,
-(d) the matched Endpoint ids are recorded on the Event, which is marked done after the last page.
+For page n (the Endpoints after `cursor`, in key order, read by app_id so no other App is seen):
+(a) every matching Endpoint gets a Task Run with a deterministic id, created with a conditional put
+(an Event matches ACTIVE Endpoints whose filter_events match its name; a Fire every ACTIVE one),
+(b) the page is recorded — one small item in FanoutPagesTable written in one transaction with its
+owner's counters, conditional on the page being new (and, for a Fire, on the Fire being open and its
+schedule ACTIVE),
+(c) its runs are enqueued, (d) if Endpoints remain, the message of page n+1 is sent and the page
+marked continued.
 
-A crash between any two steps, or the same message delivered twice, repeats the page: the puts are
-no-ops, re-enqueueing an existing run is absorbed by the worker's conditional claim, and the
-record step skips ids already recorded. No step creates a second run. Because (c) comes before
-(d), a page whose matched Endpoints are all recorded already had its continuation sent, so a
-repeated message for it stops there instead of walking the rest of the Endpoints a second time.
+Only the delivery that recorded the page (or a redelivery finding it recorded but not continued)
+goes on to (c) and (d); a page found continued, or recorded by a concurrent delivery, stops there.
+So a page that cannot be recorded sends nothing onwards, and a repeated message never forks the
+chain: the only repeat is a crash between sending page n+1 and marking page n, and page n+1's own
+record absorbs it. A message SQS gives up on lands in FanoutDLQ (handle_dead_letter).
 """
 
 from __future__ import annotations
@@ -21,43 +25,79 @@ from typing import Any
 
 from edgecron import clock
 from edgecron.data import events as event_data
+from edgecron.data import fanout_pages
+from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
+from edgecron.data import schedules as schedule_data
 from edgecron.data.expiry import is_alive
-from edgecron.data.models import EventModel
-from edgecron.data.queues import DeliveryMessage, send_deliveries, send_fanout
+from edgecron.data.models import EndpointModel, EventModel, FanoutPageModel, FireModel, ScheduleModel
+from edgecron.data.queues import DeliveryMessage, send_deliveries, send_fanout, send_fire_fanout
+from edgecron.domain import run_states as st
 from edgecron.domain.event_filters import matches_any
 from edgecron.observability import logger
+from edgecron.services import fires
 from edgecron.services.events import run_id_for
 from edgecron.services.task_runs import enqueue_plan
 
-PAGE_SIZE = 100
+PAGE_SIZE = 100  # an Event's page: matched runs are created and enqueued right away
+FIRE_PAGE_SIZE = 1_000  # a broadcast Fire's page: fewer hops between the scan and the fire time
+NO_ENDPOINTS = "no active endpoints at fire time"
+STOPPED = "schedule paused or deleted while its fire was fanned out"
 
 
 @dataclass(frozen=True)
 class FanoutMessage:
-    event_id: str
+    """Either event_id, or schedule_id and fire_at. `page` is None only in a message of an earlier
+    version (before pages were numbered); it is then found from the recorded pages."""
+
     app_id: str
     cursor: str | None
+    page: int | None = 0
+    event_id: str | None = None
+    schedule_id: str | None = None
+    fire_at: int | None = None
+
+    def body(self) -> dict[str, Any]:
+        owner: dict[str, Any] = (
+            {"event_id": self.event_id}
+            if self.event_id is not None
+            else {"schedule_id": self.schedule_id, "fire_at": self.fire_at}
+        )
+        return {**owner, "app_id": self.app_id, "cursor": self.cursor, "page": self.page}
+
+    @property
+    def owner_id(self) -> str:
+        if self.event_id is not None:
+            return self.event_id
+        return fanout_pages.fire_owner(str(self.schedule_id), int(self.fire_at or 0))
 
 
 @dataclass(frozen=True)
 class FanoutReport:
-    outcome: str  # page | done | skipped
+    outcome: str  # page | done | skipped | stopped
     matched: int = 0
     created: int = 0
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def parse_message(body: str) -> FanoutMessage:
     """A fan-out message, or ValueError for a malformed (poison) one."""
     data = json.loads(body)
-    if (
-        not isinstance(data, dict)
-        or not isinstance(data.get("event_id"), str)
-        or not isinstance(data.get("app_id"), str)
-        or not isinstance(data.get("cursor"), str | None)
-    ):
-        raise ValueError("fan-out message needs string event_id and app_id, and a string or null cursor")
-    return FanoutMessage(data["event_id"], data["app_id"], data.get("cursor"))
+    if not isinstance(data, dict) or not isinstance(data.get("app_id"), str):
+        raise ValueError("fan-out message needs a string app_id")
+    cursor, page = data.get("cursor"), data.get("page", None if data.get("cursor") else 0)
+    if not isinstance(cursor, str | None) or not (page is None or _is_int(page)):
+        raise ValueError("fan-out message needs a string or null cursor and a page number")
+    if isinstance(data.get("event_id"), str):
+        return FanoutMessage(data["app_id"], cursor, page, event_id=data["event_id"])
+    if isinstance(data.get("schedule_id"), str) and _is_int(data.get("fire_at")):
+        return FanoutMessage(
+            data["app_id"], cursor, page, schedule_id=data["schedule_id"], fire_at=data["fire_at"]
+        )
+    raise ValueError("fan-out message needs a string event_id, or a schedule_id and a fire_at")
 
 
 def delivery_body(event: EventModel) -> dict[str, Any]:
@@ -71,34 +111,73 @@ def delivery_body(event: EventModel) -> dict[str, Any]:
     }
 
 
-def fan_out(message: FanoutMessage, page_size: int = PAGE_SIZE) -> FanoutReport:
+def fan_out(message: FanoutMessage, page_size: int | None = None) -> FanoutReport:
     """Process one page. Raises only on infrastructure errors (SQS redelivers the message)."""
+    if message.event_id is not None:
+        return _event_page(message, message.event_id, page_size or PAGE_SIZE)
+    return _fire_page(message, page_size or FIRE_PAGE_SIZE)
+
+
+def _page_number(message: FanoutMessage) -> int | None:
+    if message.page is not None:
+        return message.page
+    last = fanout_pages.last(message.owner_id)  # a message of an earlier version: find its page
+    if last is not None and last.last_endpoint_id == message.cursor:
+        return int(last.page) + 1
+    return None
+
+
+def _event_page(message: FanoutMessage, event_id: str, page_size: int) -> FanoutReport:
     now_ms = clock.to_ms(clock.now())
-    event = event_data.get(message.app_id, message.event_id, consistent=True)
+    event = event_data.get(message.app_id, event_id, consistent=True)
     if event is None or not is_alive(event.expires_at, now_ms):
-        logger.warning("fan-out for a missing event dropped", extra={"event_id": message.event_id})
+        logger.warning("fan-out for a missing event dropped", extra={"event_id": event_id})
         return FanoutReport("skipped")
-    if event.fanout_status == event_data.DONE:
-        return FanoutReport("skipped")  # a duplicate of a message whose chain already finished
-    endpoints, more = event_data.endpoints_page(event.app_id, message.cursor, page_size)
-    matched = [ep.endpoint_id for ep in endpoints if ep.active and matches_any(ep.filter_events, event.name)]
-    recorded = set(event.endpoint_ids or [])
-    if matched and all(endpoint_id in recorded for endpoint_id in matched):
-        return FanoutReport("skipped", len(matched))  # this page was done by an earlier delivery
-    created = _create_runs(event, matched, now_ms)
-    failed = send_deliveries(
-        [DeliveryMessage(run_id_for(event.event_id, ep), event.app_id) for ep in matched]
-    )
+    if event.fanout_status in (event_data.DONE, event_data.FAILED):
+        return FanoutReport("skipped")  # a duplicate after the chain finished, or parked until a re-drive
+    n = _page_number(message)
+    if n is None:
+        logger.warning("fan-out message for an unknown page dropped", extra={"event_id": event_id})
+        return FanoutReport("skipped")
+    page = fanout_pages.get(event_id, n)
+    created = 0
+    if page is None:
+        endpoints, more = event_data.endpoints_page(event.app_id, message.cursor, page_size)
+        matched = [
+            ep.endpoint_id for ep in endpoints if ep.active and matches_any(ep.filter_events, event.name)
+        ]
+        created = _create_event_runs(event, matched, now_ms)
+        page = _new_page(event_id, n, event.app_id, message.cursor, endpoints, matched, more, now_ms)
+        outcome = event_data.record_page(event, page)
+        if outcome != "recorded":
+            return FanoutReport("skipped", len(matched), created)  # gone, or another delivery won
+    elif page.continued:
+        return FanoutReport("skipped", len(page.endpoint_ids))  # a repeat of a finished page
+    ids = list(page.endpoint_ids or [])
+    failed = send_deliveries([DeliveryMessage(run_id_for(event_id, ep), event.app_id) for ep in ids])
     if failed:
         logger.warning("event runs not enqueued; redispatched by the scan", extra={"count": len(failed)})
-    if more:
-        send_fanout(event.event_id, event.app_id, cursor=endpoints[-1].endpoint_id)
-    if event_data.record_page(event, matched, done=not more) is None:
-        return FanoutReport("skipped", len(matched), created)
-    return FanoutReport("page" if more else "done", len(matched), created)
+    if page.more:
+        send_fanout(event_id, event.app_id, cursor=page.last_endpoint_id, page=n + 1)
+        fanout_pages.mark_continued(page)
+    return FanoutReport("page" if page.more else "done", len(ids), created)
 
 
-def _create_runs(event: EventModel, endpoint_ids: list[str], now_ms: int) -> int:
+def _new_page(
+    owner_id: str,
+    n: int,
+    app_id: str,
+    after: str | None,
+    endpoints: list[EndpointModel],
+    reached: list[str],
+    more: bool,
+    now_ms: int,
+) -> FanoutPageModel:
+    last_id = endpoints[-1].endpoint_id if endpoints else after
+    return fanout_pages.new_page(owner_id, n, app_id, after, last_id, reached, more, now_ms)
+
+
+def _create_event_runs(event: EventModel, endpoint_ids: list[str], now_ms: int) -> int:
     """One pending run per Endpoint, due now; returns how many did not exist yet."""
     _, wake_at = enqueue_plan(now_ms, now_ms)
     body = delivery_body(event)
@@ -118,3 +197,135 @@ def _create_runs(event: EventModel, endpoint_ids: list[str], now_ms: int) -> int
         if run_data.put_new(run):
             created += 1
     return created
+
+
+def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
+    now_ms = clock.to_ms(clock.now())
+    schedule_id, fire_at = str(message.schedule_id), int(message.fire_at or 0)
+    fire = fire_data.get(schedule_id, fire_at)
+    if fire is None or fire.app_id != message.app_id or fire.status not in fire_data.OPEN:
+        return FanoutReport("skipped")  # settled (cancelled by a pause, failed) or unknown
+    schedule = schedule_data.get(fire.app_id, schedule_id, consistent=True)
+    if schedule is None or schedule.status != "ACTIVE":
+        stop_fire(fire, [], now_ms)
+        return FanoutReport("stopped")
+    n = _page_number(message)
+    if n is None:
+        return FanoutReport("skipped")
+    owner = fanout_pages.fire_owner(schedule_id, fire_at)
+    page = fanout_pages.get(owner, n)
+    created = 0
+    if page is None:
+        endpoints, more = event_data.endpoints_page(fire.app_id, message.cursor, page_size)
+        targets = [ep.endpoint_id for ep in endpoints if ep.active]
+        created = _create_fire_runs(schedule, fire_at, targets, now_ms)
+        page = _new_page(owner, n, fire.app_id, message.cursor, endpoints, targets, more, now_ms)
+        outcome = fire_data.record_page(fire, page, now_ms)
+        if outcome == "stopped":
+            stop_fire(fire, [fire_data.run_id(schedule_id, fire_at, ep) for ep in targets], now_ms)
+            return FanoutReport("stopped", len(targets), created)
+        if outcome != "recorded":
+            return FanoutReport("skipped", len(targets), created)
+    elif page.continued:
+        return FanoutReport("skipped", len(page.endpoint_ids))
+    ids = list(page.endpoint_ids or [])
+    send_now, _ = enqueue_plan(fire_at, now_ms)
+    if send_now and ids:
+        messages = [
+            DeliveryMessage(fire_data.run_id(schedule_id, fire_at, ep), fire.app_id, due_ms=fire_at)
+            for ep in ids
+        ]
+        failed = send_deliveries(messages)
+        if failed:
+            logger.warning("fire runs not enqueued; redispatched by the scan", extra={"count": len(failed)})
+    if page.more:
+        send_fire_fanout(schedule_id, fire_at, fire.app_id, cursor=page.last_endpoint_id, page=n + 1)
+        fanout_pages.mark_continued(page)
+        return FanoutReport("page", len(ids), created)
+    _after_last_page(schedule_id, fire_at, ids, now_ms)
+    return FanoutReport("done", len(ids), created)
+
+
+def _create_fire_runs(schedule: ScheduleModel, fire_at: int, endpoint_ids: list[str], now_ms: int) -> int:
+    _, wake_at = enqueue_plan(fire_at, now_ms)
+    created = 0
+    for endpoint_id in endpoint_ids:
+        run = run_data.new_run(
+            run_id=fire_data.run_id(schedule.schedule_id, fire_at, endpoint_id),
+            app_id=schedule.app_id,
+            endpoint_id=endpoint_id,
+            source="schedule",
+            source_id=schedule.schedule_id,
+            payload=schedule.payload,
+            deliver_at_ms=fire_at,
+            wake_at_ms=wake_at,
+            now_ms=now_ms,
+            fire_at=fire_at,
+            retry_policy_id=schedule.retry_policy_id,
+        )
+        if run_data.put_new(run):
+            created += 1
+    return created
+
+
+def _after_last_page(schedule_id: str, fire_at: int, last_ids: list[str], now_ms: int) -> None:
+    """The Fire is fully dispatched. Runs that are still to finish settle it; if the last page
+    created none, every earlier run may be final already, so look now."""
+    if last_ids:
+        return
+    fire = fire_data.get(schedule_id, fire_at)
+    if fire is None or fire.status not in fire_data.OPEN:
+        return
+    if not int(fire.run_count or 0):
+        if fire_data.settle(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS):
+            fires.after_settle(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS)
+        return
+    fires.settle_if_done(fire, now_ms)
+
+
+def stop_fire(fire: FireModel, unrecorded_run_ids: list[str], now_ms: int) -> None:
+    """The schedule was paused or deleted while its Fire was fanned out: no run of it is delivered.
+    Runs of recorded pages were cancelled by the pause (or are here); runs of a page that could not
+    be recorded are cancelled here; the Fire settles CANCELLED."""
+    recorded = [rid for page in fire_data.run_id_pages(fire) for rid in page]
+    for run in run_data.get_many(recorded + unrecorded_run_ids):
+        if run.status in st.CANCELLABLE:
+            run_data.cancel(run, now_ms, STOPPED)
+    current = fire_data.get(fire.schedule_id, int(fire.fire_at))
+    if current is not None and current.status in fire_data.OPEN:
+        fire_data.settle(current, fire_data.CANCELLED, now_ms, STOPPED)
+
+
+def handle_dead_letter(body: str, receive_count: int) -> str:
+    """A fan-out message SQS gave up on: its Event is marked failed with the reason (visible in
+    GET /v1/events/{id}, resumed by POST /v1/events/{id}/redrive); its Fire settles FAILED.
+    Returns what happened: event_failed | fire_failed | already_final | unknown | unparseable."""
+    try:
+        message = parse_message(body)
+    except ValueError:
+        logger.error("unparseable message in the fan-out DLQ", extra={"body_prefix": body[:200]})
+        return "unparseable"
+    now_ms = clock.to_ms(clock.now())
+    page = "?" if message.page is None else str(message.page)
+    failures = max(1, receive_count - 1)  # the count includes this consumer's own receive
+    reason = (
+        f"fan-out stopped at page {page}: it failed {failures} times "
+        "(see the FanoutFunction logs); fix the cause, then re-drive"
+    )
+    if message.event_id is not None:
+        event = event_data.get(message.app_id, message.event_id, consistent=True)
+        if event is None:
+            logger.warning("fan-out DLQ message for an unknown event", extra={"event_id": message.event_id})
+            return "unknown"
+        if not event_data.mark_failed(event.app_id, event.event_id, reason):
+            return "already_final"
+        logger.error("event fan-out failed", extra={"event_id": event.event_id, "reason": reason})
+        return "event_failed"
+    fire = fire_data.get(str(message.schedule_id), int(message.fire_at or 0))
+    if fire is None or fire.app_id != message.app_id:
+        return "unknown"
+    if fire.status not in fire_data.OPEN or not fire_data.settle(fire, fire_data.FAILED, now_ms, reason):
+        return "already_final"
+    logger.error("fire fan-out failed", extra={"schedule_id": fire.schedule_id, "reason": reason})
+    fires.after_settle(fire, fire_data.FAILED, now_ms, reason)
+    return "fire_failed"

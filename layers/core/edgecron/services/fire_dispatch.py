@@ -1,22 +1,31 @@
 """Dispatch one schedule fire, in an order that survives a crash between any two steps:
-(a) create the Fire (conditional), (b) create its Task Runs (deterministic ids, conditional) and
-enqueue them, (c) mark the Fire dispatched, (d) advance the schedule with a compare-and-set (last).
-Two scans at once, or a retry after a crash, produce the same Fire and the same runs."""
+(a) create the Fire (conditional, in one transaction with a check that the schedule is still ACTIVE
+at this fire time), (b) create its Task Runs (deterministic ids, conditional), read the schedule
+again and enqueue them only if it is still ACTIVE, (c) mark the Fire dispatched, (d) advance the
+schedule with a compare-and-set (last). Two scans at once, or a retry after a crash, produce the
+same Fire and the same runs; a pause or delete that returned before (a) leaves no Fire, one that
+returned before the re-read in (b) leaves its runs cancelled (the pause cancels the runs that exist
+by then; the re-read cancels those created after).
+
+A schedule bound to every Endpoint of its App (endpoint_ids empty) is dispatched by the fan-out
+function instead of (b) and (c): the Fire is created `paged` and its Endpoints are walked page by
+page (services/fanout.py), so no item grows with the number of Endpoints."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
-from edgecron import clock, ids
+from edgecron import clock
 from edgecron.config import get_settings
-from edgecron.data import endpoints as endpoint_data
+from edgecron.data import fanout_pages
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, ScheduleModel
-from edgecron.data.queues import DeliveryMessage, send_deliveries
+from edgecron.data.queues import DeliveryMessage, send_deliveries, send_fire_fanout
 from edgecron.domain import cron
+from edgecron.domain import run_states as st
 from edgecron.observability import FIRES, count, logger
 from edgecron.services import fires, quota, usage
 from edgecron.services.task_runs import enqueue_plan
@@ -24,10 +33,9 @@ from edgecron.services.task_runs import enqueue_plan
 QUOTA_EXCEEDED = "monthly quota exceeded: the fire was not run"
 MAX_FIRES_PER_SCHEDULE_PER_TICK = 120  # every-second schedules: one look-ahead window (~70 fires)
 INTERRUPTED_AFTER_MS = 30_000  # a Fire open this long without started_at was interrupted mid-dispatch
+STOPPED = "schedule paused or deleted before the fire was dispatched"
 
-
-def run_id_for(schedule_id: str, fire_at_ms: int, endpoint_id: str) -> str:
-    return ids.deterministic_id("run", schedule_id, str(fire_at_ms), endpoint_id)
+run_id_for = fire_data.run_id
 
 
 def spec_of(schedule: ScheduleModel) -> cron.CronSpec | None:
@@ -43,31 +51,32 @@ def next_after_ms(schedule: ScheduleModel, after_ms: int) -> int | None:
     return clock.to_ms(nxt) if nxt else None
 
 
-def target_endpoints(schedule: ScheduleModel) -> list[str]:
-    """Explicit endpoint_ids (as bound), or every active Endpoint of the App at fire time."""
-    if schedule.endpoint_ids:
-        return list(schedule.endpoint_ids)
-    return sorted(ep.endpoint_id for ep in endpoint_data.all_for_app(schedule.app_id) if ep.active)
+def is_broadcast(schedule: ScheduleModel) -> bool:
+    """Bound to every active Endpoint of the App at fire time (no explicit endpoint_ids)."""
+    return not schedule.endpoint_ids
 
 
 @dataclass
 class DispatchResult:
-    fire: FireModel
+    fire: FireModel | None  # None: refused, the schedule is no longer ACTIVE at this fire time
     created: bool
     enqueued: int
 
+    @property
+    def refused(self) -> bool:
+        return self.fire is None
+
 
 def dispatch_fire(schedule: ScheduleModel, fire_at_ms: int, now_ms: int) -> DispatchResult:
-    """Steps (a)–(c) for one fire time; idempotent."""
-    endpoint_ids = target_endpoints(schedule)
+    """Steps (a)–(c) for one fire time; idempotent. `schedule` is as the caller read it."""
+    paged = is_broadcast(schedule)
+    endpoint_ids = [] if paged else list(schedule.endpoint_ids)
     run_ids = [run_id_for(schedule.schedule_id, fire_at_ms, ep) for ep in endpoint_ids]
     status, error = fire_data.SCHEDULED, None
     over_quota = quota.over_quota(schedule.app_id, now_ms)  # only used if this call creates the Fire
     if over_quota:
         endpoint_ids, run_ids = [], []
         status, error = fire_data.FAILED, QUOTA_EXCEEDED
-    elif not endpoint_ids:
-        status, error = fire_data.COMPLETED, "no active endpoints at fire time"
     fire, created = fire_data.create(
         schedule.schedule_id,
         fire_at_ms,
@@ -77,7 +86,11 @@ def dispatch_fire(schedule: ScheduleModel, fire_at_ms: int, now_ms: int) -> Disp
         now_ms,
         status=status,
         error=error,
+        paged=paged and not over_quota,
+        while_next_fire_at=fire_at_ms,
     )
+    if fire is None:
+        return DispatchResult(None, False, 0)
     if created and over_quota:  # not run, not billed, not retried; counts toward auto-pause
         fires.after_settle(fire, fire_data.FAILED, now_ms, error)
         return DispatchResult(fire, created, 0)
@@ -86,8 +99,25 @@ def dispatch_fire(schedule: ScheduleModel, fire_at_ms: int, now_ms: int) -> Disp
         usage.record_trigger(schedule.app_id, "schedule", now_ms)
     if fire.status not in fire_data.OPEN or fire.started_at is not None:
         return DispatchResult(fire, created, 0)  # settled, or dispatched by an earlier attempt
-    if not created and now_ms - int(fire.created_at) < INTERRUPTED_AFTER_MS:
-        return DispatchResult(fire, created, 0)  # another scan is dispatching it right now
+    last_progress = max(int(fire.created_at), int(fire.progress_at or 0))
+    if not created and now_ms - last_progress < INTERRUPTED_AFTER_MS:
+        return DispatchResult(fire, created, 0)  # another scan (or the fan-out) is dispatching it
+    if fire.paged:
+        _fan_out(fire)
+        return DispatchResult(fire, created, 0)
+    return _dispatch_listed(schedule, fire, created, now_ms)
+
+
+def _fan_out(fire: FireModel) -> None:
+    """Hand a broadcast Fire to the fan-out function, from its first page not yet continued."""
+    point = fanout_pages.resume_point(fanout_pages.fire_owner(fire.schedule_id, int(fire.fire_at)))
+    if point is not None:
+        page, cursor = point
+        send_fire_fanout(fire.schedule_id, int(fire.fire_at), fire.app_id, cursor=cursor, page=page)
+
+
+def _dispatch_listed(schedule: ScheduleModel, fire: FireModel, created: bool, now_ms: int) -> DispatchResult:
+    fire_at_ms = int(fire.fire_at)
     send_now, wake_at = enqueue_plan(fire_at_ms, now_ms)
     messages = []
     for endpoint_id, run_id in zip(fire.endpoint_ids, fire.run_ids, strict=True):
@@ -106,12 +136,23 @@ def dispatch_fire(schedule: ScheduleModel, fire_at_ms: int, now_ms: int) -> Disp
         )
         run_data.put_new(run)
         messages.append(DeliveryMessage(run_id, schedule.app_id, due_ms=fire_at_ms))
+    current = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True)
+    if current is None or current.status != "ACTIVE":
+        _cancel_runs(fire, now_ms)  # paused or deleted after (a): these runs are never delivered
+        return DispatchResult(fire, created, 0)
     if send_now:
         failed = send_deliveries(messages)
         if failed:
             logger.warning("fire runs not enqueued; redispatched by the scan", extra={"count": len(failed)})
     fire_data.mark_dispatched(fire, now_ms)
     return DispatchResult(fire, created, len(messages) if send_now else 0)
+
+
+def _cancel_runs(fire: FireModel, now_ms: int) -> None:
+    for run in run_data.get_many(list(fire.run_ids)):
+        if run.status in st.CANCELLABLE:
+            run_data.cancel(run, now_ms, STOPPED)
+    fires.settle_if_done(fire, now_ms)
 
 
 def dispatch_due(schedule: ScheduleModel, now: datetime, horizon_ms: int) -> int:
@@ -125,7 +166,8 @@ def dispatch_due(schedule: ScheduleModel, now: datetime, horizon_ms: int) -> int
         and handled < MAX_FIRES_PER_SCHEDULE_PER_TICK
     ):
         fire_at = int(schedule.next_fire_at)
-        dispatch_fire(schedule, fire_at, now_ms)
+        if dispatch_fire(schedule, fire_at, now_ms).refused:
+            break  # paused, deleted or moved since it was read: the next scan reads it again
         nxt = next_after_ms(schedule, fire_at)
         if not schedule_data.advance(schedule, fire_at, nxt, now_ms):
             break

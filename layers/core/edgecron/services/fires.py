@@ -55,16 +55,23 @@ def cancel_claimed(run: TaskRunModel, now_ms: int, reason: str) -> None:
 
 
 def settle_if_done(fire: FireModel, now_ms: int, known: dict[str, str] | None = None) -> str | None:
-    run_ids = fire_data.run_ids_of(fire)
-    runs = {r.run_id: r for r in run_data.get_many(run_ids)}
+    run_ids = fire_data.all_run_ids(fire)
+    if run_ids is None:
+        return None  # a broadcast Fire still being fanned out: more runs are coming
+    runs: dict[str, TaskRunModel] = {}
     statuses = []
-    for run_id in run_ids:
-        if known and run_id in known:
-            statuses.append(known[run_id])
-        elif run_id in runs:
-            statuses.append(runs[run_id].status)
-        else:
-            return None  # not created yet: dispatch is still going on
+    for start in range(0, len(run_ids), 100):  # stop reading at the first run still open
+        chunk = run_ids[start : start + 100]
+        runs.update({r.run_id: r for r in run_data.get_many(chunk)})
+        for run_id in chunk:
+            if known and run_id in known:
+                statuses.append(known[run_id])
+            elif run_id in runs:
+                statuses.append(runs[run_id].status)
+            else:
+                return None  # not created yet: dispatch is still going on
+            if statuses[-1] not in st.TERMINAL:
+                return None
     final = fire_status(statuses)
     if final is None:
         return None
@@ -151,21 +158,22 @@ def cancel_open(
 def cancel_fire(fire: FireModel, now_ms: int, reason: str) -> int:
     """Cancel a Fire's waiting runs and settle it from its runs. A run its dispatch has not created
     yet is written as cancelled first, so a dispatch still under way cannot create and send it."""
-    existing = {r.run_id: r for r in run_data.get_many(fire_data.run_ids_of(fire))}
     cancelled = 0
-    for endpoint_id, run_id in fire_data.runs_of(fire):
-        run = existing.get(run_id)
-        if run is None:
-            run_data.put_cancelled(
-                run_id=run_id,
-                app_id=fire.app_id,
-                endpoint_id=endpoint_id,
-                schedule_id=fire.schedule_id,
-                fire_at=int(fire.fire_at),
-                now_ms=now_ms,
-                reason=reason,
-            )
-        elif run.status in st.CANCELLABLE and run_data.cancel(run, now_ms, reason):
-            cancelled += 1
+    for page in fire_data.run_pages(fire):  # a broadcast Fire's runs, one fan-out page at a time
+        existing = {r.run_id: r for r in run_data.get_many([run_id for _, run_id in page])}
+        for endpoint_id, run_id in page:
+            run = existing.get(run_id)
+            if run is None:
+                run_data.put_cancelled(
+                    run_id=run_id,
+                    app_id=fire.app_id,
+                    endpoint_id=endpoint_id,
+                    schedule_id=fire.schedule_id,
+                    fire_at=int(fire.fire_at),
+                    now_ms=now_ms,
+                    reason=reason,
+                )
+            elif run.status in st.CANCELLABLE and run_data.cancel(run, now_ms, reason):
+                cancelled += 1
     settle_if_done(fire, now_ms)
     return cancelled

@@ -1,4 +1,5 @@
-"""Events: publish (fanned out to the matching Endpoints off the request path), look up, list."""
+"""Events: publish (fanned out to the matching Endpoints off the request path), look up, list, and
+re-drive a fan-out that failed."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from edgecron.api.context import current_app_id
 from edgecron.api.idempotency import Answer, IdempotencyKey, run_once
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor, page_body
 from edgecron.api.responses import docs, json_response
+from edgecron.data import events as event_data
 from edgecron.data.models import EventModel
 from edgecron.errors import NotFound, ParamInvalid
 from edgecron.schemas.common import Rfc3339
@@ -33,7 +35,8 @@ def event_view(event: EventModel, *, with_payload: bool = True) -> dict[str, Any
         "name": event.name,
         "idempotency_key": event.idempotency_key,
         "fanout_status": event.fanout_status,
-        "matched_endpoints": len(event.endpoint_ids or []),
+        "fanout_error": event.fanout_error,
+        "matched_endpoints": event_data.matched(event),
         "created_at": clock.iso_ms(event.created_at),
     }
     if with_payload:
@@ -53,15 +56,16 @@ def delivery_view(d: service.Delivery) -> dict[str, Any]:
     }
 
 
-def _offset(cursor: str | None, event_id: str) -> int:
-    """The deliveries cursor: the offset into the Event's matched Endpoints."""
+def _start(cursor: str | None, event_id: str) -> service.DeliveriesCursor:
+    """The deliveries cursor: a fan-out page and an index in it."""
     key = decode_cursor(cursor, "event_id", event_id)
     if key is None:
-        return 0
-    raw = key.get("offset", {}).get("N", "")
-    if not raw.isdigit():
+        return 0, 0
+    page = key.get("page", {}).get("N", "")
+    index = key.get("index", {}).get("N", "")
+    if not (isinstance(page, str) and page.isdigit() and isinstance(index, str) and index.isdigit()):
         raise ParamInvalid("cursor is not valid", "cursor")
-    return int(raw)
+    return int(page), int(index)
 
 
 @router.post(
@@ -111,9 +115,11 @@ def list_events(
 def get_event(event_id: str, limit: Limit = 100, cursor: Cursor = None) -> Response[str]:
     now_ms = _now_ms()
     event = service.get(current_app_id(), event_id, now_ms)
-    page, nxt = service.deliveries(event, _offset(cursor, event.event_id), limit, now_ms)
+    page, nxt = service.deliveries(event, _start(cursor, event.event_id), limit, now_ms)
     next_cursor = (
-        encode_cursor({"event_id": {"S": event.event_id}, "offset": {"N": str(nxt)}})
+        encode_cursor(
+            {"event_id": {"S": event.event_id}, "page": {"N": str(nxt[0])}, "index": {"N": str(nxt[1])}}
+        )
         if nxt is not None
         else None
     )
@@ -125,3 +131,14 @@ def get_event(event_id: str, limit: Limit = 100, cursor: Cursor = None) -> Respo
             "deliveries_next_cursor": next_cursor,
         },
     )
+
+
+@router.post(
+    "/v1/events/<event_id>/redrive",
+    summary="Resume a failed fan-out from its first page not yet done (pages already done are not repeated)",
+    tags=TAGS,
+    responses=docs(202, EventOut, 404, 409),
+)
+def redrive_event(event_id: str) -> Response[str]:
+    event = service.redrive(current_app_id(), event_id, _now_ms())
+    return json_response(202, event_view(event))

@@ -1,0 +1,242 @@
+"""Schedules bound to every Endpoint of the App (endpoint_ids empty): each fire is fanned out page by
+page like an Event, so neither the Fire nor any other item grows with the number of Endpoints."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from edgecron import clock, ids
+from edgecron.data import fires as fire_data
+from edgecron.data import runs as run_data
+from edgecron.data import schedules as schedule_data
+from edgecron.data.models import EndpointModel, FireModel
+from edgecron.services import fanout, fire_dispatch
+from tests.integration.conftest import Pump, app_runs, drain_queues, new_app, queue
+from tests.support.harness import call_api, invoke, load_event
+from tests.support.receiver import Receiver
+
+T0 = datetime(2026, 6, 1, 12, 0, 30, tzinfo=UTC)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def bulk_endpoints(app_id: str, count: int, url: str, *, active: bool = True) -> set[str]:
+    """Endpoints written straight to the table in batches (thousands of API calls test only the API)."""
+    now_ms = clock.to_ms(clock.now())
+    created = set()
+    with EndpointModel.batch_write() as batch:
+        for _ in range(count):
+            ep = EndpointModel(
+                app_id=app_id,
+                endpoint_id=ids.new_id("ep", now_ms),
+                url=url,
+                active=active,
+                created_at=now_ms,
+                updated_at=now_ms,
+            )
+            batch.save(ep)
+            created.add(ep.endpoint_id)
+    return created
+
+
+def dropped_deliveries() -> int:
+    """Discard the DeliveryQueue's messages (these runs are checked in DynamoDB, not delivered)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.sqs.models import sqs_backends
+
+    q = sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].queues[queue("DeliveryQueue").name]
+    n = len(q._messages) + len(q._pending_messages)
+    q._messages.clear()
+    q._pending_messages.clear()
+    return n
+
+
+def fan_out_pages(pump: Pump, *, drop: bool = True) -> tuple[int, int]:
+    """Run the fan-out function one page at a time until its queue is empty: (pages, deliveries sent)."""
+    pages = sent = 0
+    while pump.once("FanoutQueue", "fanout", batch=1):
+        pages += 1
+        if drop:
+            sent += dropped_deliveries()
+    return pages, sent
+
+
+@pytest.fixture
+def faster_moto() -> Iterator[None]:
+    """The local stack's moto speed-ups (same answers, tests/unit/test_local_moto_speedups.py)."""
+    from edgecron_cli.local import moto_speedups
+
+    moto_speedups.install()
+    try:
+        yield
+    finally:
+        moto_speedups.uninstall()
+
+
+@pytest.mark.slow  # 10,000 conditional puts through in-process moto: minutes on a shared machine
+@pytest.mark.timeout(1800)
+def test_a_fire_for_10000_endpoints_is_created_and_fanned_out_in_bounded_pages(
+    pump: Pump, faster_moto: None
+) -> None:
+    started = time.monotonic()
+    fixed = clock.FixedClock(T0)
+    clock.set_clock(fixed)
+    app_id, key = new_app("broadcast-10k")
+    endpoints = bulk_endpoints(app_id, 10_000, "http://127.0.0.1:9/bulk")
+    inactive = bulk_endpoints(app_id, 50, "http://127.0.0.1:9/off", active=False)
+    bystander, _ = new_app("broadcast-bystander")
+    others = bulk_endpoints(bystander, 5, "http://127.0.0.1:9/other")
+
+    # the first fire (12:01:00) is inside the look-ahead: the create dispatches it at once
+    resp = call_api("POST", "/v1/schedules", key=key, body={"cron": "* * * * *", "payload": {"k": 1}})
+    assert resp.status == 201, resp.body
+    schedule_id = resp.body["id"]
+    fire_at = clock.to_ms(T0 + timedelta(seconds=30))
+    [fire] = list(FireModel.query(schedule_id))
+    assert int(fire.fire_at) == fire_at and fire.status == "SCHEDULED" and fire.started_at is None
+    assert list(fire.run_ids) == [] and list(fire.endpoint_ids) == []
+
+    invoke("scan", load_event("scan.json"))  # a scan meanwhile finds nothing to do twice
+    print(f"created in {time.monotonic() - started:.0f} s")
+    pages, sent = fan_out_pages(pump)
+    print(f"fanned out in {time.monotonic() - started:.0f} s")
+    assert pages == 11  # 10,050 Endpoints in pages of 1,000
+    assert sent == 10_000
+
+    fire = fire_data.get(schedule_id, fire_at)
+    assert fire is not None and fire.started_at is not None and fire.status == "SCHEDULED"
+    assert int(fire.run_count) == 10_000 and int(fire.page_count) == 11
+    listed: list[str] = []
+    for page in fire_data.run_id_pages(fire):
+        assert len(page) <= 1_000
+        listed.extend(page)
+    expected = {fire_dispatch.run_id_for(schedule_id, fire_at, ep) for ep in endpoints}
+    assert len(listed) == 10_000 and set(listed) == expected
+    runs = run_data.get_many(listed)
+    assert len(runs) == 10_000 and {r.endpoint_id for r in runs} == endpoints
+    assert not {r.endpoint_id for r in runs} & (inactive | others)
+    assert all(r.status == "pending" and r.fire_at == fire_at and r.payload == {"k": 1} for r in runs)
+    assert all(r.app_id == app_id for r in runs)
+    assert int(fire_data.get(schedule_id, fire_at).run_count) == 10_000  # type: ignore[union-attr]
+
+    stored = schedule_data.get(app_id, schedule_id)
+    assert stored is not None and stored.next_fire_at == fire_at + 60_000
+    fixed.advance(60)  # the next scan dispatches the next fire the same way
+    invoke("scan", load_event("scan.json"))
+    assert len(list(FireModel.query(schedule_id))) == 2
+    assert call_api("GET", "/v1/usage", key=key, query={"month": "2026-06"}).body["schedule"] == 2
+    drain_queues()
+    print(f"10,000-endpoint broadcast fire: {time.monotonic() - started:.0f} s")
+
+
+def api_endpoints(key: str, count: int, url: str) -> set[str]:
+    """Endpoints created through the API (with signing secrets), for tests that deliver."""
+    created = set()
+    for _ in range(count):
+        resp = call_api("POST", "/v1/endpoints", key=key, body={"url": url})
+        assert resp.status == 201, resp.body
+        created.add(resp.body["id"])
+    return created
+
+
+@pytest.fixture
+def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages of 60 Endpoints, so a few Endpoints make several pages."""
+    monkeypatch.setattr(fanout, "FIRE_PAGE_SIZE", 60)
+
+
+def test_a_paged_fire_delivers_to_every_endpoint_and_settles_once(
+    receiver: Receiver, pump: Pump, small_pages: None
+) -> None:
+    app_id, key = new_app("broadcast-small")
+    endpoints = api_endpoints(key, 150, receiver.url("/all"))
+    fire = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)
+    resp = call_api(
+        "POST",
+        "/v1/schedules",
+        key=key,
+        body={"cron": f"{fire.second} {fire.minute} {fire.hour} * * *", "payload": {"hello": "all"}},
+    )
+    assert resp.status == 201, resp.body
+    schedule_id = resp.body["id"]
+    assert fan_out_pages(pump, drop=False)[0] == 3  # 60 + 60 + 30
+    pump.deliveries(quiet_for=max(1.0, fire.timestamp() - datetime.now(UTC).timestamp() + 1.5), timeout=120)
+    got = receiver.received("/all")
+    assert len(got) == 150 and len({r.headers["webhook-id"] for r in got}) == 150
+    assert all(r.at >= fire.timestamp() - 0.05 for r in got)  # not before the fire second
+    [stored] = list(FireModel.query(schedule_id))
+    assert stored.status == "COMPLETED" and int(stored.run_count) == 150 and int(stored.page_count) == 3
+    assert {r.endpoint_id for r in app_runs(app_id)} == endpoints
+    assert {r.status for r in app_runs(app_id)} == {"success"}
+    history = call_api("GET", f"/v1/schedules/{schedule_id}/fires", key=key).body["data"]
+    assert [f["status"] for f in history] == ["COMPLETED"]
+    assert call_api("POST", f"/v1/schedules/{schedule_id}/pause", key=key).status == 200
+
+
+def test_pausing_during_a_paged_fire_stops_its_remaining_pages(
+    receiver: Receiver, pump: Pump, small_pages: None
+) -> None:
+    app_id, key = new_app("broadcast-pause")
+    api_endpoints(key, 130, receiver.url("/p"))
+    fire = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)
+    resp = call_api(
+        "POST", "/v1/schedules", key=key, body={"cron": f"{fire.second} {fire.minute} {fire.hour} * * *"}
+    )
+    schedule_id = resp.body["id"]
+    assert pump.once("FanoutQueue", "fanout", batch=1) == 1  # the first page
+    paused = call_api("POST", f"/v1/schedules/{schedule_id}/pause", key=key)
+    assert paused.status == 200
+    fan_out_pages(pump, drop=False)
+    pump.deliveries(quiet_for=max(1.0, fire.timestamp() - datetime.now(UTC).timestamp() + 1.5))
+    assert receiver.received("/p") == []
+    runs: list[Any] = app_runs(app_id)
+    assert len(runs) == 60 and all(r.status == "cancelled" for r in runs)
+    assert [f.status for f in FireModel.query(schedule_id)] == ["CANCELLED"]
+
+
+def test_a_broadcast_fire_with_no_active_endpoint_completes(pump: Pump, small_pages: None) -> None:
+    app_id, key = new_app("broadcast-none")
+    bulk_endpoints(app_id, 70, "http://127.0.0.1:9/off", active=False)
+    fire = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=30)
+    resp = call_api(
+        "POST", "/v1/schedules", key=key, body={"cron": f"{fire.second} {fire.minute} {fire.hour} * * *"}
+    )
+    assert fan_out_pages(pump)[0] == 2
+    [stored] = list(FireModel.query(resp.body["id"]))
+    assert stored.status == "COMPLETED" and stored.error == "no active endpoints at fire time"
+    assert app_runs(app_id) == []
+    call_api("POST", f"/v1/schedules/{resp.body['id']}/pause", key=key)
+
+
+def test_a_broadcast_fire_whose_fan_out_message_was_lost_is_resumed_by_the_scan(
+    pump: Pump, small_pages: None
+) -> None:
+    fixed = clock.FixedClock(T0)
+    clock.set_clock(fixed)
+    app_id, key = new_app("broadcast-lost")
+    endpoints = bulk_endpoints(app_id, 150, "http://127.0.0.1:9/lost")
+    resp = call_api("POST", "/v1/schedules", key=key, body={"cron": "* * * * *"})
+    schedule_id = resp.body["id"]
+    fire_at = clock.to_ms(T0 + timedelta(seconds=30))
+    assert pump.once("FanoutQueue", "fanout", batch=1) == 1  # page 0; then page 1's message is lost
+    drain_queues()
+    stored = schedule_data.get(app_id, schedule_id)
+    assert stored is not None and stored.next_fire_at == fire_at + 60_000  # the schedule moved on
+    fixed.advance(70)  # 40 s after the fire time, no page recorded for 70 s
+    invoke("scan", load_event("scan.json"))
+    assert fan_out_pages(pump)[0] == 2 + 3  # pages 1 and 2 from where it stopped; the next fire's 3
+    fire = fire_data.get(schedule_id, fire_at)
+    assert fire is not None and fire.started_at is not None and int(fire.run_count) == 150
+    listed = [rid for page in fire_data.run_id_pages(fire) for rid in page]
+    assert sorted(listed) == sorted(fire_dispatch.run_id_for(schedule_id, fire_at, ep) for ep in endpoints)
+    drain_queues()

@@ -53,7 +53,9 @@ def publish_alert(subject: str, message: dict[str, Any]) -> bool:
     if not arn:
         return False
     try:
-        client("sns").publish(TopicArn=arn, Subject=alert_subject(subject), Message=json.dumps(message, default=str))
+        client("sns").publish(
+            TopicArn=arn, Subject=alert_subject(subject), Message=json.dumps(message, default=str)
+        )
         return True
     except Exception:
         logger.exception("could not publish the alert", extra={"subject": subject})

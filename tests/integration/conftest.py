@@ -58,6 +58,11 @@ def _atomic_aws_calls() -> None:
 
 _atomic_aws_calls()
 
+# Transactions back up the items they name, not whole tables (moto's copy grows with the session).
+from edgecron_cli.local import moto_transactions  # noqa: E402
+
+moto_transactions.install()
+
 # AWS fidelity: limits, index lag, TTL deletion (docs/local-stack.md, "What the emulator imitates") ---
 from tests.support.aws_fidelity import IndexTime, TtlDeletion, install_for_tests  # noqa: E402
 

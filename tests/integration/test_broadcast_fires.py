@@ -15,9 +15,10 @@ from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import EndpointModel, FireModel
+from edgecron.data.queues import DeliveryMessage
 from edgecron.services import fanout, fire_dispatch
 from tests.integration.conftest import Pump, app_runs, drain_queues, new_app, queue
-from tests.support.harness import call_api, invoke, load_event
+from tests.support.harness import call_api, invoke, load_event, sqs_event
 from tests.support.receiver import Receiver
 
 T0 = datetime(2026, 6, 1, 12, 0, 30, tzinfo=UTC)
@@ -239,4 +240,58 @@ def test_a_broadcast_fire_whose_fan_out_message_was_lost_is_resumed_by_the_scan(
     assert fire is not None and fire.started_at is not None and int(fire.run_count) == 150
     listed = [rid for page in fire_data.run_id_pages(fire) for rid in page]
     assert sorted(listed) == sorted(fire_dispatch.run_id_for(schedule_id, fire_at, ep) for ep in endpoints)
+    drain_queues()
+
+
+def test_a_broadcast_fire_whose_fan_out_died_fails_and_counts_toward_auto_pause(pump: Pump) -> None:
+    """A fan-out page SQS gave up on reaches the fan-out DLQ consumer: the Fire settles FAILED with
+    the reason, and as the third failed fire in a row it pauses the schedule and alerts."""
+    from edgecron.data.models import NotificationModel, ScheduleModel
+
+    fixed = clock.FixedClock(T0)
+    clock.set_clock(fixed)
+    app_id, key = new_app("broadcast-dead")
+    bulk_endpoints(app_id, 3, "http://127.0.0.1:9/dead")
+    schedule_id = call_api("POST", "/v1/schedules", key=key, body={"cron": "0 0 1 1 *"}).body["id"]
+    stored = schedule_data.get(app_id, schedule_id)
+    assert stored is not None and stored.next_fire_at is not None
+    stored.update(actions=[ScheduleModel.consecutive_failures.set(2)])
+    fire_at = int(stored.next_fire_at)
+    fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))
+    invoke("scan", load_event("scan.json"))
+    assert pump.once("FanoutQueue", "fanout_dlq", batch=1) == 1  # as if every fan-out attempt failed
+    fire = fire_data.get(schedule_id, fire_at)
+    assert fire is not None and fire.status == "FAILED" and "fan-out stopped at page 0" in str(fire.error)
+    paused = schedule_data.get(app_id, schedule_id)
+    assert paused is not None and paused.status == "PAUSED"
+    kinds = [n.kind for n in NotificationModel.query(app_id)]
+    assert "SCHEDULE_AUTO_PAUSED" in kinds
+    drain_queues()
+
+
+def test_a_poisoned_run_of_a_broadcast_fire_is_a_dead_letter_and_settles_its_fire(pump: Pump) -> None:
+    fixed = clock.FixedClock(T0)
+    clock.set_clock(fixed)
+    app_id, key = new_app("broadcast-poison")
+    bulk_endpoints(app_id, 1, "http://127.0.0.1:9/poison")
+    schedule_id = call_api("POST", "/v1/schedules", key=key, body={"cron": "0 0 1 1 *"}).body["id"]
+    stored = schedule_data.get(app_id, schedule_id)
+    assert stored is not None and stored.next_fire_at is not None
+    fire_at = int(stored.next_fire_at)
+    fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))
+    invoke("scan", load_event("scan.json"))
+    assert fan_out_pages(pump)[0] == 1
+    [run] = [r for r in app_runs(app_id) if r.source == "schedule"]
+    fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) + timedelta(seconds=5))
+    poisoned = {  # the run's delivery message, as SQS moves it to the DLQ after every worker failed
+        "MessageId": "m-1",
+        "ReceiptHandle": "r-1",
+        "Body": DeliveryMessage(run.run_id, app_id).body(),
+        "Attributes": {"ApproximateReceiveCount": "6"},
+    }
+    invoke("dlq", sqs_event([poisoned], queue("DeliveryDLQ").arn))
+    [run] = [r for r in app_runs(app_id) if r.source == "schedule"]
+    assert run.status == "dead_letter"
+    fire = fire_data.get(schedule_id, fire_at)
+    assert fire is not None and fire.status == "FAILED"
     drain_queues()

@@ -50,9 +50,10 @@ def before_first_call(
     calls: list[int] = []
 
     def interleaved(*args: Any, **kwargs: Any) -> Any:
-        if not calls:
+        first = not calls
+        calls.append(1)  # before the action: the pause itself may call target.name (placeholders)
+        if first:
             action()
-        calls.append(1)
         return original(*args, **kwargs)
 
     monkeypatch.setattr(target, name, interleaved)

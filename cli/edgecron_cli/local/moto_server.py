@@ -29,7 +29,7 @@ from moto.sqs.models import sqs_backends
 from werkzeug.exceptions import HTTPException
 from werkzeug.serving import make_server
 
-from edgecron_cli.local import moto_speedups
+from edgecron_cli.local import moto_speedups, moto_transactions
 from edgecron_cli.local.intrinsics import ACCOUNT_ID, REGION
 
 log = logging.getLogger("edgecron_cli.local")
@@ -251,6 +251,7 @@ def start_moto(port: int = DEFAULT_AWS_PORT) -> LocalMotoServer:
     """Start moto on 127.0.0.1:`port` (0 picks a free port); its per-request log lines are silenced."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     moto_speedups.install()
+    moto_transactions.install()
     server = LocalMotoServer(port)
     server.start()
     if not server.listening:

@@ -25,7 +25,7 @@ local: setup
 ## test: set up, then lint, type-check, validate the template and run every test layer
 ## (integration and e2e run side by side: e2e spends much of its time waiting on real clocks)
 test: setup lint typecheck template unit
-	@echo "==> integration and e2e run side by side (5-10 min); each one's output appears when it ends"
+	@echo "==> integration and e2e run side by side (about 25 min on 2 cores); each one's output appears when it ends"
 	@$(MAKE) --no-print-directory -j2 --output-sync=line integration e2e
 	@echo "==> all checks passed"
 

@@ -53,10 +53,6 @@ class ShiftedClock:
 _clock: Clock = SystemClock()
 
 
-def get_clock() -> Clock:
-    return _clock
-
-
 def set_clock(clock: Clock) -> None:
     """Replace the process clock (tests only)."""
     global _clock

@@ -56,11 +56,6 @@ class PayloadTooLarge(ApiError):
     code = "PAYLOAD_TOO_LARGE"
 
 
-class Unprocessable(ApiError):
-    status = 422
-    code = "UNPROCESSABLE"
-
-
 class QuotaExceeded(ApiError):
     status = 429
     code = "QUOTA_EXCEEDED"

@@ -24,11 +24,6 @@ def client(service: str) -> Any:
     return boto3.session.Session().client(service, region_name=get_settings().region, config=_CONFIG)
 
 
-def reset_clients() -> None:
-    """Forget cached clients (tests switch between moto contexts)."""
-    client.cache_clear()
-
-
 def caller() -> str:
     """The function making the calls: caches of what a call returned are kept per caller, because
     each function has its own role and must not reuse what another function was allowed to read."""

@@ -22,18 +22,18 @@ from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import expires_at_s
 from edgecron.data.models import FanoutPageModel, FireModel, ScheduleModel
 from edgecron.data.paging import Page, query_page
+from edgecron.domain.vocabulary import FireStatus, ScheduleStatus
 
 M = FireModel
 SCHEDULED, RUNNING, COMPLETED, FAILED, CANCELLED, MISSED = (
-    "SCHEDULED",
-    "RUNNING",
-    "COMPLETED",
-    "FAILED",
-    "CANCELLED",
-    "MISSED",
+    FireStatus.SCHEDULED,
+    FireStatus.RUNNING,
+    FireStatus.COMPLETED,
+    FireStatus.FAILED,
+    FireStatus.CANCELLED,
+    FireStatus.MISSED,
 )
 OPEN = (SCHEDULED, RUNNING)
-FINAL = (COMPLETED, FAILED, CANCELLED, MISSED)
 _CONDITION_FAILED = "ConditionalCheckFailed"
 S = ScheduleModel
 
@@ -116,7 +116,7 @@ def _create_while_active(fire: FireModel, app_id: str, next_fire_at: int) -> tup
                 S,
                 app_id,
                 fire.schedule_id,
-                condition=(S.status == "ACTIVE") & (S.next_fire_at == next_fire_at),
+                condition=(S.status == ScheduleStatus.ACTIVE) & (S.next_fire_at == next_fire_at),
             )
     except TransactWriteError as exc:
         if exc.cause_response_code != "TransactionCanceledException":
@@ -159,7 +159,7 @@ def record_page(fire: FireModel, page: FanoutPageModel, now_ms: int) -> str:
     reasons = fanout_pages.record(
         page,
         (owner, actions, M.status.is_in(*OPEN) & in_order),
-        [(S, fire.app_id, fire.schedule_id, S.status == "ACTIVE")],
+        [(S, fire.app_id, fire.schedule_id, S.status == ScheduleStatus.ACTIVE)],
     )
     if not reasons:
         return "recorded"

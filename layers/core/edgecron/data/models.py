@@ -16,6 +16,7 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjec
 from pynamodb.models import Model
 
 from edgecron.config import get_settings
+from edgecron.domain.vocabulary import ScheduleStatus
 
 _settings = get_settings()
 
@@ -111,7 +112,7 @@ class ScheduleModel(Model):
     timezone = UnicodeAttribute(default="UTC")
     endpoint_ids = ListAttribute[str](of=UnicodeAttribute, default=list)  # type: ignore[arg-type]
     payload = JSONAttribute(null=True)
-    status = UnicodeAttribute(default="ACTIVE")
+    status = UnicodeAttribute(default=ScheduleStatus.ACTIVE)
     missed_policy = UnicodeAttribute(default="RUN_ONCE")
     retry_policy_id = UnicodeAttribute(null=True)
     consecutive_failures = NumberAttribute(default=0)

@@ -13,6 +13,7 @@ from edgecron.config import get_settings
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.models import ScheduleModel
 from edgecron.data.paging import Page, query_page
+from edgecron.domain.vocabulary import ScheduleStatus
 
 M = ScheduleModel
 
@@ -70,7 +71,7 @@ def advance(
         actions += [M.next_fire_at.remove(), M.due_shard.remove()]
     else:
         actions += [M.next_fire_at.set(next_ms)]
-    return update_if(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == "ACTIVE"))
+    return update_if(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == ScheduleStatus.ACTIVE))
 
 
 def record_outcome(
@@ -85,7 +86,7 @@ def record_outcome(
     counted = update_if(
         schedule,
         [M.consecutive_failures.add(1), M.version.add(1), M.updated_at.set(now_ms)],
-        M.schedule_id.exists() & (M.status == "ACTIVE"),
+        M.schedule_id.exists() & (M.status == ScheduleStatus.ACTIVE),
     )
     if not counted:
         return 0, False
@@ -94,8 +95,13 @@ def record_outcome(
         return failures, False
     paused = update_if(
         schedule,
-        [M.status.set("PAUSED"), M.due_shard.remove(), M.version.add(1), M.updated_at.set(now_ms)],
-        (M.status == "ACTIVE") & (M.consecutive_failures >= pause_after),
+        [
+            M.status.set(ScheduleStatus.PAUSED),
+            M.due_shard.remove(),
+            M.version.add(1),
+            M.updated_at.set(now_ms),
+        ],
+        (M.status == ScheduleStatus.ACTIVE) & (M.consecutive_failures >= pause_after),
     )
     return failures, paused
 
@@ -126,7 +132,7 @@ def catch_up_move(
         actions.append(M.next_fire_at.set(next_ms))
     if finish:
         actions.append(M.finished.set(True))
-    return update_if(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == "ACTIVE"))
+    return update_if(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == ScheduleStatus.ACTIVE))
 
 
 def all_due(until_ms: int, *, first_shard: int = 0) -> Iterator[ScheduleModel]:

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Final, Literal, get_args
+from typing import Final
 
 from edgecron.domain.cron import (
     CronSpec,
@@ -52,6 +52,7 @@ from edgecron.domain.cron import (
     latest_fires_between,
     next_fire,
 )
+from edgecron.domain.vocabulary import MissedPolicy
 
 __all__ = [
     "MISSED_CAP",
@@ -63,8 +64,7 @@ __all__ = [
     "plan_late_fires",
 ]
 
-MissedPolicy = Literal["RUN_ONCE", "SKIP"]
-POLICIES: Final[tuple[str, ...]] = get_args(MissedPolicy)
+POLICIES: Final[tuple[str, ...]] = tuple(MissedPolicy)
 #: At most this many MISSED rows are recorded per schedule per catch-up (the newest).
 MISSED_CAP: Final = 100
 
@@ -225,7 +225,7 @@ def _benchmark() -> None:  # pragma: no cover - a manual tool
         for outage_label, outage in outages:
             start = next_fire(spec, now - outage - timedelta(seconds=1))
             assert start is not None
-            policies: tuple[MissedPolicy, ...] = ("RUN_ONCE", "SKIP")
+            policies = tuple(MissedPolicy)
             for policy in policies:
                 runs = 20
                 t0 = time.perf_counter()

@@ -54,20 +54,8 @@ from edgecron.domain.retry import (
     parse_retry_after,
     validate_policy,
 )
+from edgecron.domain.vocabulary import ErrorKind
 
-ErrorKind = Literal[
-    "timeout",
-    "network",
-    "http_4xx",
-    "http_5xx",
-    "http_429",
-    "redirect",
-    "endpoint_inactive",
-    "endpoint_deleted",
-    "refused",
-    "invalid_request",
-    "invalid_response",
-]
 Outcome = Literal["success", "retry", "failed", "dead_letter"]
 
 SUMMARY_LIMIT: Final = 1024

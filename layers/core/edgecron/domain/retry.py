@@ -30,11 +30,13 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Final, Literal, get_args
+from typing import Final
 
-Strategy = Literal["fixed", "linear", "exponential"]
+from edgecron.domain.vocabulary import RetryStrategy
 
-STRATEGIES: Final[tuple[str, ...]] = get_args(Strategy)
+Strategy = RetryStrategy
+
+STRATEGIES: Final[tuple[str, ...]] = tuple(RetryStrategy)
 MIN_ATTEMPTS: Final = 1
 MAX_ATTEMPTS: Final = 20
 MIN_DELAY_SEC: Final = 1
@@ -74,7 +76,7 @@ class RetryPolicySpec:
 
 
 DEFAULT_POLICY: Final = RetryPolicySpec(
-    strategy="fixed",
+    strategy=RetryStrategy.FIXED,
     max_attempts=3,
     base_delay_sec=300,
     # With the fixed strategy max_delay_sec only bounds a 429 Retry-After delay:

@@ -1,30 +1,21 @@
-"""Task Run states (brief §8) and the transitions each operation may make."""
+"""Task Run states and which of them each operation may act on."""
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final
 
-RunStatus = Literal["pending", "running", "success", "failed", "retry_scheduled", "dead_letter", "cancelled"]
-Source = Literal["direct", "schedule", "event"]
+from edgecron.domain.vocabulary import RunStatus, Source
 
-PENDING: Final = "pending"
-RUNNING: Final = "running"
-SUCCESS: Final = "success"
-FAILED: Final = "failed"
-RETRY_SCHEDULED: Final = "retry_scheduled"
-DEAD_LETTER: Final = "dead_letter"
-CANCELLED: Final = "cancelled"
+__all__ = ["CANCELLABLE", "TERMINAL", "WAITING", "RunStatus", "Source"]
 
-ALL: Final = (PENDING, RUNNING, SUCCESS, FAILED, RETRY_SCHEDULED, DEAD_LETTER, CANCELLED)
+PENDING: Final = RunStatus.PENDING
+RUNNING: Final = RunStatus.RUNNING
+SUCCESS: Final = RunStatus.SUCCESS
+FAILED: Final = RunStatus.FAILED
+RETRY_SCHEDULED: Final = RunStatus.RETRY_SCHEDULED
+DEAD_LETTER: Final = RunStatus.DEAD_LETTER
+CANCELLED: Final = RunStatus.CANCELLED
+
 WAITING: Final = (PENDING, RETRY_SCHEDULED)  # may be claimed by a worker, or cancelled
 TERMINAL: Final = (SUCCESS, FAILED, DEAD_LETTER, CANCELLED)
 CANCELLABLE: Final = WAITING
-REPLAYABLE: Final = (DEAD_LETTER,)
-
-
-def is_terminal(status: str) -> bool:
-    return status in TERMINAL
-
-
-def can_cancel(status: str) -> bool:
-    return status in CANCELLABLE

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import (
     AfterValidator,
@@ -17,9 +17,9 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from edgecron.domain.http_headers import header_problem
+from edgecron.domain.vocabulary import HttpMethod
 from edgecron.schemas.common import Description, Id, Page, Strict
 
-Method = Literal["POST", "PUT", "PATCH", "GET", "DELETE"]
 MAX_URL = 2048
 MAX_HEADERS = 20
 MAX_HEADER_BYTES = 4096
@@ -72,7 +72,7 @@ TimeoutMs = Annotated[int, Field(ge=100, le=25_000, description="per-attempt tim
 class EndpointCreate(Strict):
     url: Url
     description: Description | None = None
-    method: Method = "POST"
+    method: HttpMethod = HttpMethod.POST
     headers: Headers = Field(default_factory=dict)
     timeout_ms: TimeoutMs = 10_000
     retry_policy_id: Id | None = None
@@ -92,7 +92,7 @@ class EndpointCreate(Strict):
 class EndpointUpdate(Strict):
     url: Url | None = None
     description: Description | None = None
-    method: Method | None = None
+    method: HttpMethod | None = None
     headers: Headers | None = None
     timeout_ms: TimeoutMs | None = None
     retry_policy_id: Id | None = None

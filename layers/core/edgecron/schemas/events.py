@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
 from edgecron.domain.event_filters import MAX_NAME_LENGTH, validate_name
+from edgecron.domain.vocabulary import FanoutStatus
 from edgecron.schemas.common import Page, Strict
 
 EventName = Annotated[
@@ -14,7 +15,6 @@ EventName = Annotated[
     StringConstraints(min_length=1, max_length=MAX_NAME_LENGTH),
     AfterValidator(validate_name),
 ]
-FanoutStatus = Literal["pending", "running", "done", "failed"]
 
 
 class EventCreate(Strict):

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field, StrictBool
 
+from edgecron.domain.vocabulary import RetryStrategy
 from edgecron.schemas.common import Name, Page, Strict
-
-Strategy = Literal["fixed", "linear", "exponential"]
 
 
 class RetryPolicyCreate(Strict):
     name: Name | None = None
-    strategy: Strategy = "fixed"
+    strategy: RetryStrategy = RetryStrategy.FIXED
     max_attempts: int = Field(default=3, ge=1, le=20, description="including the first attempt")
     base_delay_sec: int = Field(default=300, ge=1, le=86_400)
     max_delay_sec: int = Field(default=3_600, ge=1, le=86_400)
@@ -22,7 +19,7 @@ class RetryPolicyCreate(Strict):
 
 class RetryPolicyUpdate(Strict):
     name: Name | None = None
-    strategy: Strategy | None = None
+    strategy: RetryStrategy | None = None
     max_attempts: int | None = Field(default=None, ge=1, le=20)
     base_delay_sec: int | None = Field(default=None, ge=1, le=86_400)
     max_delay_sec: int | None = Field(default=None, ge=1, le=86_400)

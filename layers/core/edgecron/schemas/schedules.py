@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
 from edgecron.domain.cron import check_steps, check_zone_name
+from edgecron.domain.vocabulary import MissedPolicy, ScheduleStatus
 from edgecron.schemas.common import Id, Name, Page, Rfc3339, Strict
 
 CronExpr = Annotated[
     str, StringConstraints(min_length=1, max_length=256, strip_whitespace=True), AfterValidator(check_steps)
 ]
 Zone = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(check_zone_name)]
-MissedPolicy = Literal["RUN_ONCE", "SKIP"]
-Status = Literal["ACTIVE", "PAUSED"]
 
 
 class ScheduleCreate(Strict):
@@ -28,9 +27,9 @@ class ScheduleCreate(Strict):
         description="empty = every active Endpoint of the App at fire time",
     )
     payload: Any = None
-    missed_policy: MissedPolicy = "RUN_ONCE"
+    missed_policy: MissedPolicy = MissedPolicy.RUN_ONCE
     retry_policy_id: Id | None = Field(default=None, description="overrides the Endpoints' retry policy")
-    status: Status = "ACTIVE"
+    status: ScheduleStatus = ScheduleStatus.ACTIVE
 
 
 class ScheduleUpdate(Strict):
@@ -42,7 +41,7 @@ class ScheduleUpdate(Strict):
     payload: Any = None
     missed_policy: MissedPolicy | None = None
     retry_policy_id: Id | None = None
-    status: Status | None = None
+    status: ScheduleStatus | None = None
 
 
 class ScheduleOut(BaseModel):

@@ -2,31 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from edgecron.domain.vocabulary import ErrorKind
 from edgecron.schemas.common import Id, Page, Rfc3339, Strict
 
-RunStatusName = Literal[
-    "pending", "running", "success", "failed", "retry_scheduled", "dead_letter", "cancelled"
-]
-SourceName = Literal["direct", "schedule", "event"]
-ErrorKindName = Literal[
-    "timeout",
-    "network",
-    "http_4xx",
-    "http_5xx",
-    "http_429",
-    "redirect",
-    "endpoint_inactive",
-    "endpoint_deleted",
-    "refused",
-    "invalid_request",
-    "invalid_response",
-    "poison",
-    "quota",
-]
 MAX_RUN_DELAY_SEC = 365 * 86_400  # how far ahead a direct run may be due (delay_sec or deliver_at)
 
 
@@ -89,7 +71,7 @@ class DeadLetterFilter(Strict):
     endpoint_id: Id | None = None
     since: Rfc3339 | None = None
     until: Rfc3339 | None = None
-    error_kind: ErrorKindName | None = None
+    error_kind: ErrorKind | None = None
     limit: int = Field(default=100, ge=1, le=1000, description="at most this many runs per call")
 
 

@@ -29,6 +29,7 @@ from edgecron.domain.http_headers import header_problem, is_reserved
 from edgecron.domain.outcome import AttemptResult, Decision, decide
 from edgecron.domain.retry import DEFAULT_POLICY
 from edgecron.domain.signing import webhook_headers
+from edgecron.domain.vocabulary import ErrorKind
 from edgecron.observability import (
     ATTEMPT_LATENCY_MS,
     ATTEMPTS_LOST,
@@ -92,10 +93,12 @@ def deliver(run_id: str, app_id: str = "", function_ends_by: float | None = None
         millis(FIRE_LAG_MS, max(0, now_ms - int(run.fire_at)))
     endpoint = endpoint_data.get(run.app_id, run.endpoint_id)
     if endpoint is None:
-        return _conclude(run, None, now, None, AttemptResult(None, "endpoint deleted", "endpoint_deleted"))
+        return _conclude(
+            run, None, now, None, AttemptResult(None, "endpoint deleted", ErrorKind.ENDPOINT_DELETED)
+        )
     if not endpoint.active:
         return _conclude(
-            run, endpoint, now, None, AttemptResult(None, "endpoint inactive", "endpoint_inactive")
+            run, endpoint, now, None, AttemptResult(None, "endpoint inactive", ErrorKind.ENDPOINT_INACTIVE)
         )
     _wait_until_due(run, now_ms)
     outcome = _attempt(run, endpoint, clock.to_ms(clock.now()), ends_by)
@@ -158,7 +161,9 @@ def _custom_headers(endpoint: EndpointModel) -> tuple[dict[str, str], str | None
 def _attempt(run: TaskRunModel, endpoint: EndpointModel, now_ms: int, ends_by: float | None) -> HttpOutcome:
     custom, problem = _custom_headers(endpoint)
     if problem is not None:
-        return HttpOutcome(AttemptResult(None, f"invalid_header: {problem}", "invalid_request"), 0, None)
+        return HttpOutcome(
+            AttemptResult(None, f"invalid_header: {problem}", ErrorKind.INVALID_REQUEST), 0, None
+        )
     body = _request_body(run, endpoint.method)
     headers = {
         **custom,
@@ -223,7 +228,7 @@ def record_lost_attempt(run: TaskRunModel, seq: int, attempt_no: int, now_ms: in
             status_code=None,
             latency_ms=0,
             error=LOST_ATTEMPT_ERROR,
-            error_kind="worker_lost",
+            error_kind=ErrorKind.WORKER_LOST,
             outcome="retry",
             started_at=now_ms,
             expires_at=expires_at_s(now_ms),

@@ -34,6 +34,7 @@ from edgecron.data.models import EndpointModel, EventModel, FanoutPageModel, Fir
 from edgecron.data.queues import DeliveryMessage, send_deliveries, send_fanout, send_fire_fanout
 from edgecron.domain import run_states as st
 from edgecron.domain.event_filters import matches_any
+from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import logger
 from edgecron.services import fires
 from edgecron.services.events import run_id_for
@@ -206,7 +207,7 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
     if fire is None or fire.app_id != message.app_id or fire.status not in fire_data.OPEN:
         return FanoutReport("skipped")  # settled (cancelled by a pause, failed) or unknown
     schedule = schedule_data.get(fire.app_id, schedule_id, consistent=True)
-    if schedule is None or schedule.status != "ACTIVE":
+    if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
         stop_fire(fire, [], now_ms)
         return FanoutReport("stopped")
     n = _page_number(message)

@@ -26,6 +26,7 @@ from edgecron.data.models import FireModel, ScheduleModel
 from edgecron.data.queues import DeliveryMessage, send_deliveries, send_fire_fanout
 from edgecron.domain import cron
 from edgecron.domain import run_states as st
+from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import FIRES, count, logger
 from edgecron.services import fires, quota, usage
 from edgecron.services.task_runs import enqueue_plan
@@ -137,7 +138,7 @@ def _dispatch_listed(schedule: ScheduleModel, fire: FireModel, created: bool, no
         run_data.put_new(run)
         messages.append(DeliveryMessage(run_id, schedule.app_id, due_ms=fire_at_ms))
     current = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True)
-    if current is None or current.status != "ACTIVE":
+    if current is None or current.status != ScheduleStatus.ACTIVE:
         _cancel_runs(fire, now_ms)  # paused or deleted after (a): these runs are never delivered
         return DispatchResult(fire, created, 0)
     if send_now:

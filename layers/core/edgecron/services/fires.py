@@ -13,6 +13,7 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
 from edgecron.domain import run_states as st
+from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import AUTO_PAUSED, count, logger
 
 PAUSE_AFTER_FAILURES = 3
@@ -45,7 +46,7 @@ def schedule_stopped(run: TaskRunModel) -> bool:
     if run.source != "schedule" or run.source_id is None or int(run.total_attempts) <= 1:
         return False
     schedule = schedule_data.get(run.app_id, run.source_id, consistent=True)
-    return schedule is None or schedule.status != "ACTIVE"
+    return schedule is None or schedule.status != ScheduleStatus.ACTIVE
 
 
 def cancel_claimed(run: TaskRunModel, now_ms: int, reason: str) -> None:

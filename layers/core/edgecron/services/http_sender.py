@@ -40,7 +40,8 @@ from urllib3.exceptions import InvalidHeader as ResponseHeaderInvalid
 from urllib3.util.ssl_ import create_urllib3_context
 
 from edgecron import __version__
-from edgecron.domain.outcome import SUMMARY_LIMIT, AttemptResult, ErrorKind, truncate_summary
+from edgecron.domain.outcome import SUMMARY_LIMIT, AttemptResult, truncate_summary
+from edgecron.domain.vocabulary import ErrorKind
 from edgecron.services import target_guard
 from edgecron.services.target_guard import ResolvedTarget, TargetRefused, TargetUnresolvable
 
@@ -284,10 +285,10 @@ def _connect_failed(exc: BaseException) -> bool:
 def _classify(exc: BaseException, deadline: _Deadline, timeout_ms: int) -> tuple[str, ErrorKind]:
     """What a failed send or read was, as an attempt's error and kind."""
     if deadline.expired:
-        return f"timeout after {round(deadline.seconds * 1000)} ms (total deadline)", "timeout"
+        return f"timeout after {round(deadline.seconds * 1000)} ms (total deadline)", ErrorKind.TIMEOUT
     causes = list(_causes(exc))
     if any(isinstance(c, (requests.Timeout, ReadTimeoutError, socket.timeout)) for c in causes):
-        return f"timeout after {timeout_ms} ms ({type(exc).__name__})", "timeout"
+        return f"timeout after {timeout_ms} ms ({type(exc).__name__})", ErrorKind.TIMEOUT
     if not any(isinstance(c, http.client.RemoteDisconnected) for c in causes) and any(
         isinstance(
             c, (http.client.BadStatusLine, http.client.LineTooLong, ResponseHeaderInvalid, DecodeError)
@@ -295,12 +296,12 @@ def _classify(exc: BaseException, deadline: _Deadline, timeout_ms: int) -> tuple
         or type(c) is http.client.HTTPException  # "got more than 100 headers"
         for c in causes
     ):
-        return f"invalid_response: {_short(exc)}", "invalid_response"
+        return f"invalid_response: {_short(exc)}", ErrorKind.INVALID_RESPONSE
     if isinstance(exc, requests.ConnectionError):
-        return f"connection_error: {_short(exc)}", "network"
+        return f"connection_error: {_short(exc)}", ErrorKind.NETWORK
     if isinstance(exc, (UnicodeError, ValueError, TypeError)):  # raised while encoding the request
-        return f"request_error: {type(exc).__name__}: {_short(exc)}", "invalid_request"
-    return f"request_error: {type(exc).__name__}: {_short(exc)}", "network"
+        return f"request_error: {type(exc).__name__}: {_short(exc)}", ErrorKind.INVALID_REQUEST
+    return f"request_error: {type(exc).__name__}: {_short(exc)}", ErrorKind.NETWORK
 
 
 def _elapsed_ms(started: float) -> int:
@@ -328,17 +329,19 @@ def send(
     try:
         target = target_guard.check_url(url)
     except TargetUnresolvable as exc:  # DNS may come back: a retryable network error
-        return _failed(f"dns_error: {exc}", "network", started)
+        return _failed(f"dns_error: {exc}", ErrorKind.NETWORK, started)
     except TargetRefused as exc:
-        return _failed(f"target refused: {exc}", "refused", started)
+        return _failed(f"target refused: {exc}", ErrorKind.REFUSED, started)
     except Exception as exc:  # a URL stored by an older version the guard chokes on
-        return _failed(f"invalid_url: {type(exc).__name__}: {_short(exc)}", "invalid_request", started)
+        return _failed(
+            f"invalid_url: {type(exc).__name__}: {_short(exc)}", ErrorKind.INVALID_REQUEST, started
+        )
 
     budget = timeout_ms / 1000
     if ends_by is not None:
         budget = min(budget, ends_by - time.monotonic())
     if budget <= 0:
-        return _failed("timeout: no time left before the worker's deadline", "timeout", started)
+        return _failed("timeout: no time left before the worker's deadline", ErrorKind.TIMEOUT, started)
     deadline = _Deadline(budget)
     _local.deadline = deadline
     try:
@@ -358,13 +361,15 @@ def _send_within(
     started: float,
 ) -> HttpOutcome:
     error: str = "no address to connect to"
-    kind: ErrorKind = "network"
+    kind: ErrorKind = ErrorKind.NETWORK
     addresses = target.addresses[:MAX_CONNECT_ADDRESSES]
     for index, address in enumerate(addresses):
         try:
             request = _prepare(method, target, address, headers, body)
         except Exception as exc:  # nothing was sent: the stored request is unsendable
-            return _failed(f"request_error: {type(exc).__name__}: {_short(exc)}", "invalid_request", started)
+            return _failed(
+                f"request_error: {type(exc).__name__}: {_short(exc)}", ErrorKind.INVALID_REQUEST, started
+            )
         remaining = deadline.remaining()
         if remaining <= 0:
             return _failed(*_classify(TimeoutError(), deadline, timeout_ms), started)
@@ -379,7 +384,7 @@ def _send_within(
                 redirect = 300 <= status < 400
                 result = AttemptResult(
                     status_code=status,
-                    error_kind="redirect" if redirect else None,
+                    error_kind=ErrorKind.REDIRECT if redirect else None,
                     error="redirect_not_followed" if redirect else None,
                     retry_after=retry_after,
                 )

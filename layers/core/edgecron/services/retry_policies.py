@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 from edgecron import ids
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import retry_policies as data
 from edgecron.data.conditional import SAVE_ATTEMPTS
 from edgecron.data.models import RetryPolicyModel
 from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
+from edgecron.domain.vocabulary import RetryStrategy
 from edgecron.errors import ConcurrentUpdate, Conflict, NotFound, ParamInvalid
-from edgecron.schemas.retry_policies import RetryPolicyCreate, RetryPolicyUpdate, Strategy
+from edgecron.schemas.retry_policies import RetryPolicyCreate, RetryPolicyUpdate
 
 DEFAULT_ID = "default"
 
@@ -91,7 +90,7 @@ def delete(app_id: str, policy_id: str) -> None:
 
 def spec_of(policy: RetryPolicyModel) -> RetryPolicySpec:
     return RetryPolicySpec(
-        strategy=cast(Strategy, policy.strategy),
+        strategy=RetryStrategy(policy.strategy),
         max_attempts=int(policy.max_attempts),
         base_delay_sec=int(policy.base_delay_sec),
         max_delay_sec=int(policy.max_delay_sec),

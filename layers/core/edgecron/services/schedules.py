@@ -12,6 +12,7 @@ from edgecron.data import retry_policies as policy_data
 from edgecron.data import schedules as data
 from edgecron.data.models import ScheduleModel
 from edgecron.domain import cron
+from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.errors import Conflict, NotFound, ParamInvalid
 from edgecron.schemas.schedules import ScheduleCreate, ScheduleUpdate
 from edgecron.services import fire_dispatch, fires
@@ -62,7 +63,7 @@ def _set_timing(schedule: ScheduleModel, now: datetime) -> None:
 
 
 def _sync_due(schedule: ScheduleModel) -> None:
-    active = schedule.status == "ACTIVE" and schedule.next_fire_at is not None
+    active = schedule.status == ScheduleStatus.ACTIVE and schedule.next_fire_at is not None
     schedule.due_shard = data.shard_for(schedule.schedule_id) if active else None
 
 
@@ -152,9 +153,9 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
             "schedule edited: it no longer fires at this time",
             keep=lambda fire: int(fire.fire_at) <= now_ms or still_fires_at(schedule, int(fire.fire_at)),
         )
-    if status == "PAUSED":
+    if status == ScheduleStatus.PAUSED:
         return pause(app_id, schedule_id, now)
-    if status == "ACTIVE":
+    if status == ScheduleStatus.ACTIVE:
         return resume(app_id, schedule_id, now)
     kick(schedule, now)
     return schedule
@@ -180,9 +181,9 @@ def _stop(app_id: str, schedule_id: str, now: datetime, reason: str) -> Schedule
     schedule is cancelled again, so a retried pause or delete finishes what a crashed one began."""
     for _ in range(5):
         schedule = get(app_id, schedule_id)
-        if schedule.status != "PAUSED":
+        if schedule.status != ScheduleStatus.PAUSED:
             version = int(schedule.version)
-            schedule.status = "PAUSED"
+            schedule.status = ScheduleStatus.PAUSED
             _sync_due(schedule)
             schedule.version = version + 1
             schedule.updated_at = clock.to_ms(now)
@@ -197,10 +198,10 @@ def resume(app_id: str, schedule_id: str, now: datetime) -> ScheduleModel:
     """PAUSED → ACTIVE resets the failure counter and continues from the next fire time after now."""
     for _ in range(5):
         schedule = get(app_id, schedule_id)
-        if schedule.status == "ACTIVE":
+        if schedule.status == ScheduleStatus.ACTIVE:
             return schedule
         version = int(schedule.version)
-        schedule.status = "ACTIVE"
+        schedule.status = ScheduleStatus.ACTIVE
         schedule.consecutive_failures = 0
         if schedule.cron is None and schedule.at is not None and schedule.at < clock.to_ms(now):
             schedule.next_fire_at = None  # a one-time schedule whose time passed while paused
@@ -229,5 +230,5 @@ def _latest(schedule: ScheduleModel) -> int | None:
 
 def kick(schedule: ScheduleModel, now: datetime) -> None:
     """Dispatch what is due before the next scan tick could see it."""
-    if schedule.status == "ACTIVE" and schedule.next_fire_at is not None:
+    if schedule.status == ScheduleStatus.ACTIVE and schedule.next_fire_at is not None:
         fire_dispatch.dispatch_due(schedule, now, clock.to_ms(now) + fire_dispatch.lookahead_ms())

@@ -18,6 +18,7 @@ from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, ScheduleModel, TaskRunModel
 from edgecron.domain import run_states as st
 from edgecron.domain.catchup import CatchUpPlan, plan_catch_up, plan_late_fires
+from edgecron.domain.vocabulary import MissedPolicy, ScheduleStatus
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
 from edgecron.services import fire_dispatch, fires
 from edgecron.services.scan_work import Budget, Work, first_shard, item_failed, run_fairly
@@ -89,7 +90,7 @@ def process(schedule: ScheduleModel, now: datetime, horizon_ms: int, report: Sch
 def process_steps(
     schedule: ScheduleModel, now: datetime, horizon_ms: int, report: ScheduleScanReport
 ) -> Iterator[None]:
-    if schedule.next_fire_at is None or schedule.status != "ACTIVE":
+    if schedule.next_fire_at is None or schedule.status != ScheduleStatus.ACTIVE:
         return
     cutoff = now - GRACE
     if schedule.next_fire_at < clock.to_ms(cutoff):
@@ -98,7 +99,7 @@ def process_steps(
             clock.from_ms(schedule.at) if schedule.cron is None and schedule.at is not None else None,
             clock.from_ms(schedule.next_fire_at),
             cutoff,
-            "SKIP" if schedule.missed_policy == "SKIP" else "RUN_ONCE",
+            MissedPolicy.SKIP if schedule.missed_policy == MissedPolicy.SKIP else MissedPolicy.RUN_ONCE,
         )
         if plan is not None:
             if not apply_catch_up(schedule, plan, now):
@@ -178,7 +179,7 @@ def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
 
 def redispatch(fire: FireModel, now_ms: int, report: ScheduleScanReport) -> None:
     schedule = schedule_data.get(fire.app_id, fire.schedule_id, consistent=True)
-    if schedule is None or schedule.status != "ACTIVE":
+    if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
         fires.cancel_fire(fire, now_ms, "schedule deleted or paused")
         return
     fire_dispatch.dispatch_fire(schedule, int(fire.fire_at), now_ms)
@@ -279,7 +280,7 @@ def settle_late_fires(
                 else [r for r in late if r.source_id == schedule_id and r.fire_at == t]
                 for t, fire in fires_at.items()
             }
-            if schedule is None or schedule.status != "ACTIVE":
+            if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
                 for t, fire in fires_at.items():
                     for run in runs_at[t]:
                         if run.run_id in lost_ids and _unstarted(run):
@@ -293,7 +294,7 @@ def settle_late_fires(
                 fire_dispatch.spec_of(schedule),
                 unstarted,
                 cutoff,
-                "SKIP" if schedule.missed_policy == "SKIP" else "RUN_ONCE",
+                MissedPolicy.SKIP if schedule.missed_policy == MissedPolicy.SKIP else MissedPolicy.RUN_ONCE,
                 later_fire_ran=bool(unstarted) and fire_data.any_after(schedule_id, unstarted[-1], now_ms),
             )
             for t in sorted(started) + plan.run_late:

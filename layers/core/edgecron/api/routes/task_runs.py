@@ -15,14 +15,12 @@ from edgecron.api.pagination import Cursor, Limit, decode_cursor, page_body
 from edgecron.api.responses import docs, json_response
 from edgecron.data import attempts as attempt_data
 from edgecron.data import runs as run_data
+from edgecron.domain.vocabulary import ErrorKind, RunStatus, Source
 from edgecron.schemas.common import Id, Rfc3339
 from edgecron.schemas.task_runs import (
     AttemptPage,
     DeadLetterFilter,
-    ErrorKindName,
     ReplayResult,
-    RunStatusName,
-    SourceName,
     TaskRunCreate,
     TaskRunOut,
     TaskRunPage,
@@ -66,9 +64,9 @@ def create_run(body: TaskRunCreate, idempotency_key: IdempotencyKey = None) -> R
 def list_runs(
     limit: Limit = 20,
     cursor: Cursor = None,
-    status: Annotated[RunStatusName | None, Query()] = None,
+    status: Annotated[RunStatus | None, Query()] = None,
     endpoint_id: Annotated[Id | None, Query()] = None,
-    source: Annotated[SourceName | None, Query()] = None,
+    source: Annotated[Source | None, Query()] = None,
 ) -> Response[str]:
     app_id = current_app_id()
     page = run_data.list_page(
@@ -124,7 +122,7 @@ def list_dead_letters(
     endpoint_id: Annotated[Id | None, Query()] = None,
     since: Annotated[Rfc3339 | None, Query()] = None,
     until: Annotated[Rfc3339 | None, Query()] = None,
-    error_kind: Annotated[ErrorKindName | None, Query()] = None,
+    error_kind: Annotated[ErrorKind | None, Query()] = None,
 ) -> Response[str]:
     app_id = current_app_id()
     filters = DeadLetterFilter(endpoint_id=endpoint_id, since=since, until=until, error_kind=error_kind)

@@ -1,0 +1,99 @@
+"""EdgeCron's words: every status, kind and policy a client can read or send, defined once.
+
+Schemas, data models, services and docs/api.md all take their lists from here; a test compares the
+documented lists with these enums. Each is a `StrEnum`, so a member is also the plain string stored
+in DynamoDB and sent in JSON."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class RunStatus(StrEnum):
+    """Where a Task Run is in its life."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+    RETRY_SCHEDULED = "retry_scheduled"
+    DEAD_LETTER = "dead_letter"
+    CANCELLED = "cancelled"
+
+
+class Source(StrEnum):
+    """What created a Task Run."""
+
+    DIRECT = "direct"
+    SCHEDULE = "schedule"
+    EVENT = "event"
+
+
+class ErrorKind(StrEnum):
+    """Why an attempt (or a run that never reached an attempt) failed."""
+
+    TIMEOUT = "timeout"
+    NETWORK = "network"
+    HTTP_4XX = "http_4xx"
+    HTTP_5XX = "http_5xx"
+    HTTP_429 = "http_429"
+    REDIRECT = "redirect"
+    ENDPOINT_INACTIVE = "endpoint_inactive"
+    ENDPOINT_DELETED = "endpoint_deleted"
+    REFUSED = "refused"
+    INVALID_REQUEST = "invalid_request"
+    INVALID_RESPONSE = "invalid_response"
+    POISON = "poison"
+    WORKER_LOST = "worker_lost"
+
+
+class FireStatus(StrEnum):
+    """Where one fire time of a Schedule is: open (SCHEDULED, RUNNING) or settled."""
+
+    SCHEDULED = "SCHEDULED"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    MISSED = "MISSED"
+
+
+class ScheduleStatus(StrEnum):
+    """Whether a Schedule fires."""
+
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+
+
+class MissedPolicy(StrEnum):
+    """What a Schedule does with fire times that passed while nothing could fire them."""
+
+    RUN_ONCE = "RUN_ONCE"
+    SKIP = "SKIP"
+
+
+class FanoutStatus(StrEnum):
+    """How far an Event's fan-out to its subscribed Endpoints has got."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class RetryStrategy(StrEnum):
+    """How the delay between attempts grows."""
+
+    FIXED = "fixed"
+    LINEAR = "linear"
+    EXPONENTIAL = "exponential"
+
+
+class HttpMethod(StrEnum):
+    """The HTTP methods an Endpoint may be called with."""
+
+    POST = "POST"
+    PUT = "PUT"
+    PATCH = "PATCH"
+    GET = "GET"
+    DELETE = "DELETE"

@@ -17,6 +17,8 @@ Name = Annotated[str, StringConstraints(min_length=1, max_length=128, strip_whit
 Description = Annotated[str, StringConstraints(max_length=512)]
 Id = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[a-z]+_[0-9A-Za-z]+$")]
 JsonPayload = Any
+# An enum field takes the member's text from JSON: strict mode would accept only a Python member.
+FromText = PydanticStrict(False)
 
 
 class Strict(BaseModel):

@@ -18,7 +18,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from edgecron.domain.http_headers import header_problem
 from edgecron.domain.vocabulary import HttpMethod
-from edgecron.schemas.common import Description, Id, Page, Strict
+from edgecron.schemas.common import Description, FromText, Id, Page, Strict
 
 MAX_URL = 2048
 MAX_HEADERS = 20
@@ -72,7 +72,7 @@ TimeoutMs = Annotated[int, Field(ge=100, le=25_000, description="per-attempt tim
 class EndpointCreate(Strict):
     url: Url
     description: Description | None = None
-    method: HttpMethod = HttpMethod.POST
+    method: Annotated[HttpMethod, FromText] = HttpMethod.POST
     headers: Headers = Field(default_factory=dict)
     timeout_ms: TimeoutMs = 10_000
     retry_policy_id: Id | None = None
@@ -92,7 +92,7 @@ class EndpointCreate(Strict):
 class EndpointUpdate(Strict):
     url: Url | None = None
     description: Description | None = None
-    method: HttpMethod | None = None
+    method: Annotated[HttpMethod, FromText] | None = None
     headers: Headers | None = None
     timeout_ms: TimeoutMs | None = None
     retry_policy_id: Id | None = None

@@ -8,7 +8,7 @@ from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
 from edgecron.domain.cron import check_steps, check_zone_name
 from edgecron.domain.vocabulary import MissedPolicy, ScheduleStatus
-from edgecron.schemas.common import Id, Name, Page, Rfc3339, Strict
+from edgecron.schemas.common import FromText, Id, Name, Page, Rfc3339, Strict
 
 CronExpr = Annotated[
     str, StringConstraints(min_length=1, max_length=256, strip_whitespace=True), AfterValidator(check_steps)
@@ -27,9 +27,9 @@ class ScheduleCreate(Strict):
         description="empty = every active Endpoint of the App at fire time",
     )
     payload: Any = None
-    missed_policy: MissedPolicy = MissedPolicy.RUN_ONCE
+    missed_policy: Annotated[MissedPolicy, FromText] = MissedPolicy.RUN_ONCE
     retry_policy_id: Id | None = Field(default=None, description="overrides the Endpoints' retry policy")
-    status: ScheduleStatus = ScheduleStatus.ACTIVE
+    status: Annotated[ScheduleStatus, FromText] = ScheduleStatus.ACTIVE
 
 
 class ScheduleUpdate(Strict):
@@ -39,9 +39,9 @@ class ScheduleUpdate(Strict):
     timezone: Zone | None = None
     endpoint_ids: list[Id] | None = Field(default=None, max_length=100)
     payload: Any = None
-    missed_policy: MissedPolicy | None = None
+    missed_policy: Annotated[MissedPolicy, FromText] | None = None
     retry_policy_id: Id | None = None
-    status: ScheduleStatus | None = None
+    status: Annotated[ScheduleStatus, FromText] | None = None
 
 
 class ScheduleOut(BaseModel):

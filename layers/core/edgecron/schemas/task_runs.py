@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
 from edgecron.domain.vocabulary import ErrorKind
-from edgecron.schemas.common import Id, Page, Rfc3339, Strict
+from edgecron.schemas.common import FromText, Id, Page, Rfc3339, Strict
 
 MAX_RUN_DELAY_SEC = 365 * 86_400  # how far ahead a direct run may be due (delay_sec or deliver_at)
 
@@ -71,7 +71,7 @@ class DeadLetterFilter(Strict):
     endpoint_id: Id | None = None
     since: Rfc3339 | None = None
     until: Rfc3339 | None = None
-    error_kind: ErrorKind | None = None
+    error_kind: Annotated[ErrorKind, FromText] | None = None
     limit: int = Field(default=100, ge=1, le=1000, description="at most this many runs per call")
 
 

@@ -1,0 +1,46 @@
+"""docs/vocabulary.md lists exactly the values of each enum in domain/vocabulary.py."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from pathlib import Path
+
+import pytest
+
+from edgecron.domain import vocabulary as v
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "vocabulary.md"
+
+SECTIONS: dict[str, type[StrEnum]] = {
+    "Task Run status": v.RunStatus,
+    "Task Run source": v.Source,
+    "Error kind": v.ErrorKind,
+    "Fire status": v.FireStatus,
+    "Schedule status": v.ScheduleStatus,
+    "Missed policy": v.MissedPolicy,
+    "Fan-out status": v.FanoutStatus,
+    "Retry strategy": v.RetryStrategy,
+    "HTTP method": v.HttpMethod,
+}
+
+
+def documented_values(title: str) -> list[str]:
+    text = DOC.read_text(encoding="utf-8")
+    match = re.search(rf"^## {re.escape(title)}\b.*?\n(.*?)(?=^## |\Z)", text, flags=re.M | re.S)
+    assert match, f"docs/vocabulary.md has no section '{title}'"
+    return re.findall(r"^\| `([^`]+)` \|", match.group(1), flags=re.M)
+
+
+@pytest.mark.parametrize("title", sorted(SECTIONS))
+def test_the_documented_values_are_exactly_the_enum(title: str) -> None:
+    assert documented_values(title) == [member.value for member in SECTIONS[title]]
+
+
+def test_every_enum_of_the_vocabulary_is_documented() -> None:
+    enums = {
+        obj
+        for obj in vars(v).values()
+        if isinstance(obj, type) and issubclass(obj, StrEnum) and obj is not StrEnum
+    }
+    assert enums == set(SECTIONS.values())

@@ -36,7 +36,7 @@ lint: setup
 
 typecheck: setup
 	@echo "==> mypy"
-	@$(BIN)/mypy layers/core/edgecron cli/edgecron_cli functions
+	@$(BIN)/mypy layers/core/edgecron cli/edgecron_cli cli/edgecron_client functions
 
 template: setup
 	@echo "==> cfn-lint + sam validate --lint"

@@ -13,7 +13,7 @@ import pytest
 
 from edgecron_client import ApiError, Backoff, EdgeCron, TransportError
 from edgecron_client.transport import parse_retry_after
-from tests.support.receiver import Receiver, Reply
+from edgecron_testing.receiver import Receiver, Reply
 
 KEY = "ek_client_key"
 

@@ -10,12 +10,12 @@ PYTEST_FLAGS ?= -q
 ## setup: create .venv with everything the project needs (idempotent)
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: requirements-dev.txt pyproject.toml
+$(VENV)/.installed: requirements-dev.txt pyproject.toml testing/pyproject.toml
 	@test -n "$(PY312)" || { echo "Python 3.12 is required (pyenv install 3.12)"; exit 1; }
 	@echo "==> creating $(VENV) with $(PY312)"
 	@test -x $(BIN)/python || $(PY312) -m venv $(VENV)
 	@$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	@$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
+	@$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e . -e testing
 	@touch $@
 
 ## local: set up, then run the local stack (moto + API on 127.0.0.1:3000)
@@ -36,7 +36,7 @@ lint: setup
 
 typecheck: setup
 	@echo "==> mypy"
-	@$(BIN)/mypy layers/core/edgecron cli/edgecron_cli functions
+	@$(BIN)/mypy layers/core/edgecron cli/edgecron_cli cli/edgecron_client functions
 
 template: setup
 	@echo "==> cfn-lint + sam validate --lint"

@@ -264,7 +264,7 @@ def direct_with_retries(env: Env, receiver: Any, n: int, *, timeout: float = 180
     _, key = env.new_app("bench-retry")
     path = f"/flaky-{time.monotonic_ns()}"
     failures = n // 5
-    from tests.support.receiver import Reply
+    from edgecron_testing.receiver import Reply
 
     ok = Reply(200)
     receiver.script(path, *([Reply(500), ok, ok, ok, ok] * failures), ok)
@@ -413,7 +413,7 @@ def idle_floor(env: Env) -> dict[str, Any]:
 
 
 def run(env: Env, *, runs: int, smoke: bool = False) -> tuple[list[Row], dict[str, Any]]:
-    from tests.support.receiver import Receiver
+    from edgecron_testing.receiver import Receiver
 
     receiver = Receiver()
     scenarios: list[Scenario] = []

@@ -1,9 +1,9 @@
 """The integration tests' in-process environment (moto, provisioned from template.yaml), reused as is,
 with every Lambda invocation timed and every AWS call metered.
 
-`environment()` imports tests/integration/conftest.py, which starts moto and provisions every table and
-queue before the core package is imported; under pytest (the smoke test) that module is already loaded
-and its environment is reused. Lambda's SQS event source mapping is emulated by `EsmPump` the way
+`environment()` imports edgecron_testing.inprocess (the integration tests' environment), which starts
+moto and provisions every table and queue before the core package is used; under pytest (the smoke
+test) that module is already loaded and its environment is reused. Lambda's SQS event source mapping is emulated by `EsmPump` the way
 Lambda does it (receive up to BatchSize, invoke, one DeleteMessageBatch for what succeeded), so its SQS
 requests are counted too: they are billed to the account like any other."""
 
@@ -102,7 +102,7 @@ class Env:
 
     def invoke(self, name: str, event: dict[str, Any], records: int = 1) -> Any:
         """Run functions/<name>/app.py like a warm Lambda container, timed and attributed."""
-        from tests.support.harness import invoke
+        from edgecron_testing.harness import invoke
 
         record = Invocation(function=name, records=records)
         origin_token = ORIGIN.set(name)
@@ -121,7 +121,7 @@ class Env:
         self, method: str, path: str, *, key: str, body: Any = None, headers: dict[str, str] | None = None
     ) -> ApiResult:
         """An HTTP API request, as API Gateway hands it to the API function."""
-        from tests.support.harness import api_event, response_body
+        from edgecron_testing.harness import api_event, response_body
 
         result = self.invoke("api", api_event(method, path, body=body, key=key, headers=headers))
         return ApiResult(int(result["statusCode"]), response_body(result))
@@ -142,7 +142,7 @@ class EsmPump:
         self.invocations = 0
 
     def poll(self, queue_logical_id: str, function: str) -> int:
-        from tests.support.harness import sqs_event
+        from edgecron_testing.harness import sqs_event
 
         info = self.env.queue(queue_logical_id)
         batch = prices.functions()[function].sqs_batch_sizes.get(queue_logical_id, 10)
@@ -187,6 +187,6 @@ class EsmPump:
 @cache
 def environment() -> Env:
     """The shared in-process environment (created once per process)."""
-    import tests.integration.conftest as conftest
+    from edgecron_testing import inprocess as conftest
 
     return Env(conftest)

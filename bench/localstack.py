@@ -18,7 +18,7 @@ import pytest
 def local_stack(scan_interval: str, root: Path | None = None) -> Iterator[Any]:
     """A started stack whose scan runs every `scan_interval` seconds; stopped and removed on exit.
     `root` runs the handlers of another checkout (e.g. one with a proposed fix applied)."""
-    from tests.e2e.conftest import ROOT, LocalStackProcess
+    from edgecron_testing.local_stack import ROOT, LocalStackProcess
 
     state_dir = Path(tempfile.mkdtemp(prefix="edgecron-bench-"))
     stack = LocalStackProcess(state_dir, scan_interval, (root or ROOT).resolve())

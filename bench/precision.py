@@ -58,7 +58,7 @@ def run(
 def patient_api(base_url: str, key: str) -> Any:
     """tests/e2e/api.Api with a 300 s timeout: an every-second schedule's create dispatches 70 fires
     before it answers, which takes longer than Api's 30 s on a loaded local stack."""
-    from tests.e2e.api import Api
+    from edgecron_testing.api import Api
 
     class PatientApi(Api):
         def call(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
@@ -71,7 +71,7 @@ def patient_api(base_url: str, key: str) -> Any:
 def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tuple[list[Row], dict[str, Any]]:
     from edgecron.domain.cron import fires_between, parse_cron
     from edgecron.services.fire_dispatch import run_id_for
-    from tests.support.receiver import Receiver
+    from edgecron_testing.receiver import Receiver
 
     receiver = Receiver()
     path = "/precision"

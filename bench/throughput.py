@@ -23,8 +23,8 @@ CLIENT_THREADS = 4  # the local stack runs four API containers
 
 
 def batch_concurrency(env: Env, *, size: int = 10, delay_s: float = 1.0) -> tuple[list[Row], dict[str, Any]]:
-    from tests.support.harness import sqs_event
-    from tests.support.receiver import Receiver, Reply
+    from edgecron_testing.harness import sqs_event
+    from edgecron_testing.receiver import Receiver, Reply
 
     receiver = Receiver()
     path = "/slow"
@@ -90,8 +90,8 @@ def max_in_flight(starts: list[float], duration_s: float) -> int:
 def stack_throughput(stack: Any, *, runs: int) -> tuple[list[Row], dict[str, Any]]:
     import requests
 
-    from tests.e2e.api import Api
-    from tests.support.receiver import Receiver
+    from edgecron_testing.api import Api
+    from edgecron_testing.receiver import Receiver
 
     receiver = Receiver()
     path = "/throughput"
@@ -145,7 +145,7 @@ def stack_throughput(stack: Any, *, runs: int) -> tuple[list[Row], dict[str, Any
 
 def _plain_loop(receiver: Any, runs: int, session: Any) -> float:
     """Seconds for `runs` sequential POSTs of the same body to the same receiver. Both a new connection
-    per request and a keep-alive session are timed: tests/support/receiver.py writes the status line and
+    per request and a keep-alive session are timed: edgecron_testing/receiver.py writes the status line and
     headers and the body in separate sends, so a keep-alive client waits for a delayed ACK (~40 ms) on
     every request; the faster of the two is the ceiling."""
     url = receiver.url("/ceiling")

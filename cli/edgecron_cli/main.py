@@ -9,6 +9,9 @@ import typer
 
 from edgecron_cli import commands
 
+# What only `edgecron local` imports: the `local` extra of the package (pyproject.toml).
+LOCAL_ONLY_MODULES = frozenset({"moto", "yaml", "samtranslator", "werkzeug", "flask"})
+
 app = typer.Typer(
     name="edgecron", help="EdgeCron: scheduled and event-driven webhooks.", no_args_is_help=True
 )
@@ -42,8 +45,18 @@ def local(
     ] = False,
 ) -> None:
     """Run the whole stack on this machine: moto for AWS, the handlers in-process, no Docker, no account."""
-    # Imported here so that client commands do not pay for importing moto.
-    from edgecron_cli.local.stack import StackOptions, StartupError, default_root, run_local_stack
+    # Imported here: the client commands need neither moto nor the time to import it.
+    try:
+        from edgecron_cli.local.stack import StackOptions, StartupError, default_root, run_local_stack
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] not in LOCAL_ONLY_MODULES:
+            raise
+        typer.echo(
+            f"edgecron local: the local emulator is not installed ({exc.name} is missing); "
+            "install it with: pip install 'edgecron[local]'",
+            err=True,
+        )
+        raise typer.Exit(2) from None
 
     try:
         repo = (root or default_root()).resolve()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -17,7 +17,7 @@ from rich.text import Text
 
 from edgecron_cli.client import ApiError
 
-Row = dict[str, Any]
+Row = Mapping[str, Any]
 Getter = Callable[[Row], Any]
 Column = tuple[str, str | Getter]
 

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
-from tests.e2e.api import Api, terminal
-from tests.e2e.conftest import LocalStackProcess
-from tests.support.receiver import Receiver
+from edgecron_testing.api import Api, terminal
+from edgecron_testing.local_stack import LocalStackProcess
+from edgecron_testing.receiver import Receiver
 
 OUTAGE_SEC = float(os.environ.get("EDGECRON_E2E_OUTAGE_SEC", "120"))
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ROOT, LocalStackProcess
-from tests.support.receiver import Receiver, Reply
+from edgecron_testing.local_stack import ROOT, LocalStackProcess
+from edgecron_testing.receiver import Receiver, Reply
 
 pytestmark = pytest.mark.e2e
 

@@ -15,9 +15,9 @@ import boto3
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from tests.e2e.api import Api, terminal
-from tests.e2e.conftest import LocalStackProcess
-from tests.support.receiver import Receiver, Reply
+from edgecron_testing.api import Api, terminal
+from edgecron_testing.local_stack import LocalStackProcess
+from edgecron_testing.receiver import Receiver, Reply
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import requests
 
-from tests.e2e.conftest import LocalStackProcess
+from edgecron_testing.local_stack import LocalStackProcess
 
 MAX_EXAMPLES = os.environ.get("EDGECRON_FUZZ_EXAMPLES", "10")
 # positive_data_acceptance: some valid-by-schema values are refused on purpose (a cron that never

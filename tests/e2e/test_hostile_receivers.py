@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.api import Api, terminal
-from tests.e2e.conftest import LocalStackProcess
-from tests.support import hostile
+from edgecron_testing import hostile
+from edgecron_testing.api import Api, terminal
+from edgecron_testing.local_stack import LocalStackProcess
 
 pytestmark = pytest.mark.e2e
 

@@ -14,7 +14,7 @@ from edgecron_cli.local.provision import DEFAULT_PREFIX
 from edgecron_cli.local.template import load_template
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import LocalStackProcess
+    from edgecron_testing.local_stack import LocalStackProcess
 
 pytestmark = pytest.mark.e2e
 

@@ -10,9 +10,9 @@ from datetime import datetime
 
 from standardwebhooks.webhooks import Webhook
 
-from tests.e2e.api import Api
-from tests.e2e.conftest import LocalStackProcess
-from tests.support.receiver import Receiver
+from edgecron_testing.api import Api
+from edgecron_testing.local_stack import LocalStackProcess
+from edgecron_testing.receiver import Receiver
 
 
 def test_every_second_schedule_one_request_per_fire_time(local_stack: LocalStackProcess) -> None:

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from tests.e2e.api import Api, terminal
-from tests.e2e.conftest import LocalStackProcess
-from tests.support.receiver import Receiver, Reply
+from edgecron_testing.api import Api, terminal
+from edgecron_testing.local_stack import LocalStackProcess
+from edgecron_testing.receiver import Receiver, Reply
 
 BANNER_END = "(saved in "  # the start banner prints the local keys on purpose; the rest must not
 

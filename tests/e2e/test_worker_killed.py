@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from tests.e2e.api import Api, terminal
-from tests.e2e.conftest import LocalStackProcess
-from tests.support.receiver import Receiver, Reply
+from edgecron_testing.api import Api, terminal
+from edgecron_testing.local_stack import LocalStackProcess
+from edgecron_testing.receiver import Receiver, Reply
 
 BATCH = 3
 CLAIM_SEC = 30  # longer than the slow reply, so nothing takes a claim over while its worker lives

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from standardwebhooks.webhooks import Webhook
 
+from edgecron_testing.harness import call_api
 from tests.integration.conftest import new_app
-from tests.support.harness import call_api
 
 EP = {"url": "http://127.0.0.1:9/hook"}
 

@@ -21,9 +21,9 @@ from edgecron.data.models import IdempotencyModel, TaskRunModel
 from edgecron.domain import run_states as st
 from edgecron.services import endpoints as endpoint_service
 from edgecron.services import retry_policies as policy_service
+from edgecron_testing.aws_fidelity import IndexTime
+from edgecron_testing.harness import call_api, timeout_sec
 from tests.integration.conftest import app_runs, new_app
-from tests.support.aws_fidelity import IndexTime
-from tests.support.harness import call_api, timeout_sec
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 EP = {"url": "http://127.0.0.1:9/hook"}

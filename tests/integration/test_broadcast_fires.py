@@ -17,9 +17,9 @@ from edgecron.data import schedules as schedule_data
 from edgecron.data.models import EndpointModel, FireModel
 from edgecron.data.queues import DeliveryMessage
 from edgecron.services import fanout, fire_dispatch
+from edgecron_testing.harness import call_api, invoke, load_event, sqs_event
+from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import Pump, app_runs, drain_queues, new_app, queue
-from tests.support.harness import call_api, invoke, load_event, sqs_event
-from tests.support.receiver import Receiver
 
 T0 = datetime(2026, 6, 1, 12, 0, 30, tzinfo=UTC)
 

@@ -14,8 +14,8 @@ from edgecron import clock
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel
 from edgecron.services import scan, schedules_scan
+from edgecron_testing.harness import call_api, invoke
 from tests.integration.conftest import new_app
-from tests.support.harness import call_api, invoke
 
 T0 = datetime(2026, 3, 27, 8, 0, 0, tzinfo=UTC)  # London moves to BST on 2026-03-29
 LONDON = ZoneInfo("Europe/London")

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from edgecron.services import compensation
-from tests.support.harness import invoke, load_event
-from tests.support.receiver import Receiver
+from edgecron_testing.harness import invoke, load_event
+from edgecron_testing.receiver import Receiver
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from standardwebhooks.webhooks import Webhook
 
 from edgecron import clock
 from edgecron.data import runs as run_data
+from edgecron_testing.harness import call_api, invoke, sqs_event
+from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump
-from tests.support.harness import call_api, invoke, sqs_event
-from tests.support.receiver import Receiver, Reply
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ from edgecron.data import runs as run_data
 from edgecron.data.models import EndpointModel, EventModel, TaskRunModel
 from edgecron.services import events as event_service
 from edgecron.services import fanout
+from edgecron_testing.harness import call_api, invoke, sqs_event
+from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import ADMIN_KEY, Pump, app_runs, drain_queues, new_app, queue
-from tests.support.harness import call_api, invoke, sqs_event
-from tests.support.receiver import Receiver
 
 
 @pytest.fixture

@@ -17,10 +17,10 @@ from edgecron import clock, ids
 from edgecron.config import get_settings
 from edgecron.data import runs as run_data
 from edgecron.data.models import TaskRunModel
+from edgecron_testing.aws_fidelity import IndexTime, TtlDeletion
+from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import PROVISIONED, Pump, new_app
-from tests.support.aws_fidelity import IndexTime, TtlDeletion
-from tests.support.harness import call_api, invoke
-from tests.support.receiver import Receiver
 
 T0 = datetime(2026, 9, 1, 12, 0, 0, tzinfo=UTC)
 

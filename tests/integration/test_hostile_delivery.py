@@ -13,11 +13,11 @@ import pytest
 
 from edgecron.data.models import EndpointModel
 from edgecron.services import http_sender
+from edgecron_testing import hostile
+from edgecron_testing.harness import load_function, sqs_event
+from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, drain_queues
 from tests.integration.test_delivery import attempts, create_run, fast_policy, get_run, make_endpoint
-from tests.support import hostile
-from tests.support.harness import load_function, sqs_event
-from tests.support.receiver import Receiver, Reply
 
 
 @pytest.fixture

@@ -16,11 +16,11 @@ from botocore.exceptions import ClientError
 
 from edgecron import clock
 from edgecron.data import secret_box
+from edgecron_testing import iam as iam_support
+from edgecron_testing.harness import call_api, invoke, load_event, sqs_event
+from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import ADMIN_KEY, IAM, PROVISIONED, Pump, app_runs, new_app
 from tests.integration.test_delivery import _deliver_then_die, _run_whose_message_is_lost
-from tests.support import iam as iam_support
-from tests.support.harness import call_api, invoke, load_event, sqs_event
-from tests.support.receiver import Receiver
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 Alerts = Callable[[], list[dict[str, Any]]]

@@ -8,8 +8,8 @@ from typing import Any
 
 from edgecron.data import runs as run_data
 from edgecron.data.models import TaskRunModel
+from edgecron_testing.harness import call_api
 from tests.integration.conftest import Pump, new_app
-from tests.support.harness import call_api
 
 BODIES: dict[str, Any] = {"PATCH": {}, "PUT": {"monthly_quota": 5}, "POST": None}
 

@@ -12,9 +12,9 @@ import pytest
 from edgecron import clock
 from edgecron.data.models import FireModel
 from edgecron.services import fire_dispatch
+from edgecron_testing.harness import call_api, invoke, load_event
+from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import Pump, app_runs, new_app
-from tests.support.harness import call_api, invoke, load_event
-from tests.support.receiver import Receiver
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ import pytest
 
 from edgecron import clock
 from edgecron.data import runs as run_data
+from edgecron_testing.harness import invoke, sqs_event
+from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, drain_queues
 from tests.integration.test_delivery import attempts, create_run, fast_policy, get_run, make_endpoint
-from tests.support.harness import invoke, sqs_event
-from tests.support.receiver import Receiver, Reply
 
 DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:dlq"
 

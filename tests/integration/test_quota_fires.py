@@ -7,9 +7,9 @@ import pytest
 
 from edgecron import clock
 from edgecron.data.models import FireModel
+from edgecron_testing.harness import call_api
+from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import ADMIN_KEY, Pump, new_app
-from tests.support.harness import call_api
-from tests.support.receiver import Receiver
 
 
 @pytest.fixture

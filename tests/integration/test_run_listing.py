@@ -11,8 +11,8 @@ from edgecron import clock
 from edgecron.data import runs as run_data
 from edgecron.data.models import TaskRunModel
 from edgecron.domain import run_states as st
+from edgecron_testing.harness import call_api
 from tests.integration.conftest import new_app
-from tests.support.harness import call_api
 
 STATUSES = [st.PENDING, st.SUCCESS, st.FAILED, st.CANCELLED]
 SOURCES = ["direct", "event", "schedule"]

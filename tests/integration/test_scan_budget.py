@@ -15,8 +15,8 @@ from edgecron import clock
 from edgecron.data import runs as run_data
 from edgecron.data.models import ScheduleModel, TaskRunModel
 from edgecron.services import fire_dispatch
+from edgecron_testing.harness import FakeContext, call_api, load_function
 from tests.integration.conftest import new_app
-from tests.support.harness import FakeContext, call_api, load_function
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 TIMEOUT_MS = 60_000  # the scan function's timeout

@@ -18,9 +18,9 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
 from edgecron.services import delivery, scan
+from edgecron_testing.harness import call_api
+from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, app_runs, new_app, queue
-from tests.support.harness import call_api
-from tests.support.receiver import Receiver, Reply
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 LATE = timedelta(seconds=240)  # the reconcile looks at an enqueued run ~230 s after its due time

@@ -43,9 +43,9 @@ from edgecron.data import schedules as schedule_data
 from edgecron.data.models import AttemptModel, FireModel
 from edgecron.domain import cron
 from edgecron.services import delivery, scan
+from edgecron_testing.harness import call_api
+from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import app_runs, drain_queues, new_app, queue, retire_runs, retire_schedules
-from tests.support.harness import call_api
-from tests.support.receiver import Receiver, Reply
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 EXAMPLES = int(os.environ.get("EDGECRON_PROPERTY_EXAMPLES", "20"))

@@ -18,9 +18,9 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
 from edgecron.services import fire_dispatch, schedules_scan
+from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, app_runs, new_app
-from tests.support.harness import call_api, invoke
-from tests.support.receiver import Receiver, Reply
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 

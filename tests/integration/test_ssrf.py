@@ -26,9 +26,9 @@ import urllib3.util.connection
 
 from edgecron.config import Settings, get_settings
 from edgecron.services import http_sender, target_guard
+from edgecron_testing.harness import call_api
+from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import Pump
-from tests.support.harness import call_api
-from tests.support.receiver import Receiver
 
 LOCAL = ["127.0.0.0/8", "::1/128"]  # what the test env (and the local stack) allow
 

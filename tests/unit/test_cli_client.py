@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 from edgecron_cli.client import ApiError, Client, TransportError, exit_code
 from edgecron_cli.main import app
+from edgecron_client import NO_RETRY
 
 KEY = "ek_stub_key_never_printed"
 ADMIN = "admin_stub_key_never_printed"
@@ -154,7 +155,7 @@ def test_error_statuses_map_to_documented_exit_codes(
     api, url = stub
     api.on("GET", "/v1/endpoints/ep_1", error(status, "SOME_CODE", "went wrong", "id"))
     with pytest.raises(ApiError) as caught:
-        Client(url, KEY).get_endpoint("ep_1")
+        Client(url, KEY, backoff=NO_RETRY).endpoints.get("ep_1")
     assert (caught.value.status, caught.value.code, caught.value.message, caught.value.field) == (
         status,
         "SOME_CODE",
@@ -168,7 +169,7 @@ def test_an_error_body_that_is_not_the_apis_still_gives_status_and_text(stub: tu
     api, url = stub
     api.on("GET", "/v1/usage", Reply(502, raw=b"<html>Bad   Gateway</html>"))
     with pytest.raises(ApiError) as caught:
-        Client(url, KEY).usage()
+        Client(url, KEY, backoff=NO_RETRY).usage()
     assert caught.value.code == "HTTP_502"
     assert caught.value.message == "<html>Bad Gateway</html>"
     assert exit_code(caught.value) == 6
@@ -176,7 +177,7 @@ def test_an_error_body_that_is_not_the_apis_still_gives_status_and_text(stub: tu
 
 def test_connection_refused_is_a_transport_error_with_exit_6() -> None:
     with pytest.raises(TransportError, match="connection refused") as caught:
-        Client(f"http://127.0.0.1:{closed_port()}", KEY).list_endpoints()
+        Client(f"http://127.0.0.1:{closed_port()}", KEY).endpoints.list()
     assert exit_code(caught.value) == 6
     assert KEY not in str(caught.value)
 
@@ -198,7 +199,7 @@ def test_a_2xx_body_that_is_not_json_is_a_transport_error(stub: tuple[StubApi, s
 def test_requests_carry_the_key_and_the_idempotency_key(stub: tuple[StubApi, str]) -> None:
     api, url = stub
     api.on("POST", "/v1/events", Reply(202, {"id": "evt_1"}))
-    Client(url, KEY).publish_event("invoice.paid", {"n": 1}, idempotency_key="k-1")
+    Client(url, KEY).events.publish("invoice.paid", {"n": 1}, idempotency_key="k-1")
     (seen,) = api.seen("POST", "/v1/events")
     assert seen.headers["authorization"] == f"Bearer {KEY}"
     assert seen.headers["idempotency-key"] == "k-1"
@@ -209,7 +210,7 @@ def test_redirects_are_not_followed(stub: tuple[StubApi, str]) -> None:
     api, url = stub
     api.on("GET", "/v1/notifications", Reply(301, raw=b""))
     with pytest.raises(TransportError, match="redirected") as caught:
-        Client(url, KEY).list_notifications()
+        Client(url, KEY).notifications.list()
     assert exit_code(caught.value) == 6
 
 
@@ -221,8 +222,8 @@ def test_follow_merges_every_page_and_passes_the_cursor(stub: tuple[StubApi, str
         Reply(200, {"data": [{"id": "ep_1"}, {"id": "ep_2"}], "next_cursor": "c1"}),
         Reply(200, {"data": [{"id": "ep_3"}], "next_cursor": None}),
     )
-    result = Client(url, KEY).list_endpoints(follow=True)
-    assert result == {"data": [{"id": "ep_1"}, {"id": "ep_2"}, {"id": "ep_3"}]}
+    result = list(Client(url, KEY).endpoints.iter())
+    assert result == [{"id": "ep_1"}, {"id": "ep_2"}, {"id": "ep_3"}]
     first, second = api.seen("GET", "/v1/endpoints")
     assert first.query == {"limit": "100"}
     assert second.query == {"limit": "100", "cursor": "c1"}
@@ -231,7 +232,7 @@ def test_follow_merges_every_page_and_passes_the_cursor(stub: tuple[StubApi, str
 def test_follow_stops_if_the_api_repeats_a_cursor(stub: tuple[StubApi, str]) -> None:
     api, url = stub
     api.on("GET", "/v1/schedules", Reply(200, {"data": [{"id": "sch_1"}], "next_cursor": "same"}))
-    assert len(Client(url, KEY).list_schedules(follow=True)["data"]) == 2
+    assert len(list(Client(url, KEY).schedules.iter())) == 2
     assert len(api.seen("GET", "/v1/schedules")) == 2
 
 
@@ -239,7 +240,7 @@ def test_one_page_is_returned_as_the_api_sent_it(stub: tuple[StubApi, str]) -> N
     api, url = stub
     page = {"data": [{"id": "run_1"}], "next_cursor": "c1"}
     api.on("GET", "/v1/task-runs", Reply(200, page))
-    assert Client(url, KEY).list_runs(params={"status": "failed", "source": None}, limit=5) == page
+    assert Client(url, KEY).task_runs.list(status="failed", source=None, limit=5) == page
     (seen,) = api.seen("GET", "/v1/task-runs")
     assert seen.query == {"status": "failed", "limit": "5"}
 
@@ -247,13 +248,13 @@ def test_one_page_is_returned_as_the_api_sent_it(stub: tuple[StubApi, str]) -> N
 def test_delete_answers_none_on_204(stub: tuple[StubApi, str]) -> None:
     api, url = stub
     api.on("DELETE", "/v1/endpoints/ep_1", Reply(204))
-    assert Client(url, KEY).delete_endpoint("ep_1") is None
+    assert Client(url, KEY).endpoints.delete("ep_1") is None
 
 
 def test_set_quota_sends_null_for_unlimited(stub: tuple[StubApi, str]) -> None:
     api, url = stub
     api.on("PUT", "/v1/apps/app_1/quota", Reply(200, {"id": "app_1", "monthly_quota": None}))
-    Client(url, ADMIN).set_quota("app_1", None)
+    Client(url, ADMIN).apps.set_quota("app_1", None)
     (seen,) = api.seen("PUT", "/v1/apps/app_1/quota")
     assert seen.body == {"monthly_quota": None}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,18 +158,29 @@ def parse_headers(values: list[str]) -> dict[str, str]:
     return headers
 
 
-def list_args(limit: int | None, cursor: str | None, follow: bool) -> dict[str, Any]:
-    return {"limit": limit, "cursor": cursor, "follow": follow}
+def fetch_list(
+    listing: Any, limit: int | None, cursor: str | None, follow: bool, *args: Any, **filters: Any
+) -> dict[str, Any]:
+    """One page as the API sent it, or with `follow` (--all) every page merged into `{"data": [...]}`.
+
+    `listing` is a list route of the client library (its `list` and `pages`, e.g. `api.endpoints`)."""
+    if not follow:
+        page: dict[str, Any] = listing.list(*args, limit=limit, cursor=cursor, **filters)
+        return page
+    data: list[Any] = []
+    for page in listing.pages(*args, limit=limit, cursor=cursor, **filters):
+        data.extend(page.get("data") or [])
+    return {"data": data}
 
 
-def show_list(page: dict[str, Any], columns: list[output.Column], *, json_flag: bool, empty: str) -> None:
+def show_list(page: Mapping[str, Any], columns: list[output.Column], *, json_flag: bool, empty: str) -> None:
     if want_json(json_flag):
         output.print_json(page)
     else:
         output.print_list(page, columns, empty=empty)
 
 
-def show_one(obj: dict[str, Any], fields: list[output.Column] | None, *, json_flag: bool) -> None:
+def show_one(obj: Mapping[str, Any], fields: list[output.Column] | None, *, json_flag: bool) -> None:
     if want_json(json_flag):
         output.print_json(obj)
     else:

@@ -14,8 +14,8 @@ from edgecron_cli.commands._common import (
     JsonFlag,
     Limit,
     client,
+    fetch_list,
     handled,
-    list_args,
     show_list,
     show_one,
 )
@@ -52,5 +52,5 @@ def usage(
 @notifications.command("list")
 def list_(limit: Limit = None, all_: All = False, cursor: Cursor = None, json_flag: JsonFlag = False) -> None:
     """List notifications, newest first."""
-    page = client().list_notifications(**list_args(limit, cursor, all_))
+    page = fetch_list(client().notifications, limit, cursor, all_)
     show_list(page, NOTIFICATION_COLUMNS, json_flag=json_flag, empty="no notifications")

@@ -28,7 +28,7 @@ def create(
     json_flag: JsonFlag = False,
 ) -> None:
     """Create an App; its first API key is printed once, so store it."""
-    created = client(admin=True).create_app(name, quota)
+    created = client(admin=True).apps.create(name, quota)
     if want_json(json_flag):
         output.print_json(created)
         return
@@ -46,4 +46,4 @@ def set_quota(
     """Set or clear an App's monthly quota of billable triggers."""
     if (quota is None) == (not unlimited):
         raise typer.BadParameter("give either QUOTA or --unlimited", param_hint="QUOTA")
-    show_one(client(admin=True).set_quota(app_id, quota), FIELDS, json_flag=json_flag)
+    show_one(client(admin=True).apps.set_quota(app_id, quota), FIELDS, json_flag=json_flag)

@@ -18,7 +18,7 @@ from edgecron_cli.commands._common import (
     JsonFlag,
     Limit,
     client,
-    list_args,
+    fetch_list,
     show_list,
     show_one,
     want_json,
@@ -57,7 +57,7 @@ def list_(
 ) -> None:
     """List dead letters, newest first."""
     filters = {"endpoint_id": endpoint, "since": since, "until": until, "error_kind": error_kind}
-    page = client().list_dead_letters(params=filters, **list_args(limit, cursor, all_))
+    page = fetch_list(client().dead_letters, limit, cursor, all_, **filters)
     show_list(page, COLUMNS, json_flag=json_flag, empty="no dead letters")
 
 
@@ -67,12 +67,12 @@ def replay(
     json_flag: JsonFlag = False,
 ) -> None:
     """Replay one dead letter: a new attempt series (follow it with `edgecron runs watch`)."""
-    show_one(client().replay(run_id), runs.FIELDS, json_flag=json_flag)
+    show_one(client().dead_letters.replay(run_id), runs.FIELDS, json_flag=json_flag)
 
 
 def count_dead_letters(api: Client, filters: dict[str, Any]) -> int:
     """How many match, for the progress bar's total (one listing, 100 per page)."""
-    return sum(len(page.get("data") or []) for page in api.pages("/v1/dead-letters", filters))
+    return sum(len(page.get("data") or []) for page in api.dead_letters.pages(**filters))
 
 
 def replay_all_matching(
@@ -84,7 +84,7 @@ def replay_all_matching(
     )
     totals: dict[str, Any] = {"replayed": 0, "skipped": 0, "has_more": False, "calls": 0}
     while True:
-        result = api.replay_bulk({**filters, "limit": batch})
+        result = api.dead_letters.replay_bulk({**filters, "limit": batch})
         totals["calls"] += 1
         totals["replayed"] += int(result.get("replayed", 0))
         totals["skipped"] += int(result.get("skipped", 0))

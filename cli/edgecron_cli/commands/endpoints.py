@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
@@ -15,7 +16,7 @@ from edgecron_cli.commands._common import (
     JsonFlag,
     Limit,
     client,
-    list_args,
+    fetch_list,
     parse_headers,
     show_deleted,
     show_list,
@@ -59,7 +60,7 @@ Description = Annotated[str | None, typer.Option(help="Free text.")]
 EndpointId = Annotated[str, typer.Argument(help="Endpoint id (ep_...).")]
 
 
-def _show_with_secret(endpoint: dict[str, Any], json_flag: bool) -> None:
+def _show_with_secret(endpoint: Mapping[str, Any], json_flag: bool) -> None:
     if want_json(json_flag):
         output.print_json(endpoint)
         return
@@ -93,20 +94,20 @@ def create(
     body.update({k: v for k, v in optional.items() if v is not None})
     if inactive:
         body["active"] = False
-    _show_with_secret(client().create_endpoint(body, idempotency_key), json_flag)
+    _show_with_secret(client().endpoints.create(body, idempotency_key=idempotency_key), json_flag)
 
 
 @app.command("list")
 def list_(limit: Limit = None, all_: All = False, cursor: Cursor = None, json_flag: JsonFlag = False) -> None:
     """List Endpoints."""
-    page = client().list_endpoints(**list_args(limit, cursor, all_))
+    page = fetch_list(client().endpoints, limit, cursor, all_)
     show_list(page, COLUMNS, json_flag=json_flag, empty="no endpoints")
 
 
 @app.command("get")
 def get(endpoint_id: EndpointId, json_flag: JsonFlag = False) -> None:
     """Show an Endpoint (header values are masked in the table; --json has them)."""
-    show_one(client().get_endpoint(endpoint_id), FIELDS, json_flag=json_flag)
+    show_one(client().endpoints.get(endpoint_id), FIELDS, json_flag=json_flag)
 
 
 @app.command("update")
@@ -153,17 +154,17 @@ def update(
         changes["filter_events"] = []
     if not changes:
         raise typer.BadParameter("nothing to change: give at least one option", param_hint="options")
-    show_one(client().update_endpoint(endpoint_id, changes), FIELDS, json_flag=json_flag)
+    show_one(client().endpoints.update(endpoint_id, changes), FIELDS, json_flag=json_flag)
 
 
 @app.command("delete")
 def delete(endpoint_id: EndpointId, json_flag: JsonFlag = False) -> None:
     """Delete an Endpoint."""
-    client().delete_endpoint(endpoint_id)
+    client().endpoints.delete(endpoint_id)
     show_deleted("endpoint", endpoint_id, json_flag=json_flag)
 
 
 @app.command("rotate-secret")
 def rotate_secret(endpoint_id: EndpointId, json_flag: JsonFlag = False) -> None:
     """Issue a new signing secret (printed once); the old one keeps signing for 24 h."""
-    _show_with_secret(client().rotate_secret(endpoint_id), json_flag)
+    _show_with_secret(client().endpoints.rotate_secret(endpoint_id), json_flag)

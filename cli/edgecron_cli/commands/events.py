@@ -16,7 +16,7 @@ from edgecron_cli.commands._common import (
     Limit,
     Payload,
     client,
-    list_args,
+    fetch_list,
     parse_json_value,
     show_list,
     show_one,
@@ -53,7 +53,9 @@ def publish(
 ) -> None:
     """Publish an Event (one billable trigger, however many Endpoints it reaches)."""
     value = parse_json_value(payload) if payload is not None else None
-    show_one(client().publish_event(name, value, idempotency_key), FIELDS, json_flag=json_flag)
+    show_one(
+        client().events.publish(name, value, idempotency_key=idempotency_key), FIELDS, json_flag=json_flag
+    )
 
 
 @app.command("get")
@@ -65,7 +67,8 @@ def get(
     json_flag: JsonFlag = False,
 ) -> None:
     """Show an Event with its deliveries (one Task Run per matched Endpoint)."""
-    event = client().get_event(event_id, limit=limit, cursor=cursor, follow=all_)
+    api = client()
+    event = (api.events.get_all if all_ else api.events.get)(event_id, limit=limit, cursor=cursor)
     if want_json(json_flag):
         output.print_json(event)
         return
@@ -89,5 +92,5 @@ def list_(
 ) -> None:
     """List Events, newest first."""
     filters = {"name": name, "since": since, "until": until}
-    page = client().list_events(params=filters, **list_args(limit, cursor, all_))
+    page = fetch_list(client().events, limit, cursor, all_, **filters)
     show_list(page, COLUMNS, json_flag=json_flag, empty="no events")

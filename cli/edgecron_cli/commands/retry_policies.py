@@ -15,7 +15,7 @@ from edgecron_cli.commands._common import (
     JsonFlag,
     Limit,
     client,
-    list_args,
+    fetch_list,
     show_deleted,
     show_list,
     show_one,
@@ -67,20 +67,22 @@ def create(
         max_delay_sec=max_delay_sec,
         jitter=jitter,
     )
-    show_one(client().create_retry_policy(body, idempotency_key), FIELDS, json_flag=json_flag)
+    show_one(
+        client().retry_policies.create(body, idempotency_key=idempotency_key), FIELDS, json_flag=json_flag
+    )
 
 
 @app.command("list")
 def list_(limit: Limit = None, all_: All = False, cursor: Cursor = None, json_flag: JsonFlag = False) -> None:
     """List Retry Policies."""
-    page = client().list_retry_policies(**list_args(limit, cursor, all_))
+    page = fetch_list(client().retry_policies, limit, cursor, all_)
     show_list(page, COLUMNS, json_flag=json_flag, empty="no retry policies")
 
 
 @app.command("get")
 def get(policy_id: PolicyId, json_flag: JsonFlag = False) -> None:
     """Show a Retry Policy (`default` is the built-in one: 3 attempts, fixed 300 s)."""
-    show_one(client().get_retry_policy(policy_id), FIELDS, json_flag=json_flag)
+    show_one(client().retry_policies.get(policy_id), FIELDS, json_flag=json_flag)
 
 
 @app.command("update")
@@ -105,11 +107,11 @@ def update(
     )
     if not changes:
         raise typer.BadParameter("nothing to change: give at least one option", param_hint="options")
-    show_one(client().update_retry_policy(policy_id, changes), FIELDS, json_flag=json_flag)
+    show_one(client().retry_policies.update(policy_id, changes), FIELDS, json_flag=json_flag)
 
 
 @app.command("delete")
 def delete(policy_id: PolicyId, json_flag: JsonFlag = False) -> None:
     """Delete a Retry Policy (409 while an Endpoint or Schedule uses it)."""
-    client().delete_retry_policy(policy_id)
+    client().retry_policies.delete(policy_id)
     show_deleted("retry policy", policy_id, json_flag=json_flag)

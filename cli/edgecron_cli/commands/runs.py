@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
@@ -19,7 +20,7 @@ from edgecron_cli.commands._common import (
     Limit,
     Payload,
     client,
-    list_args,
+    fetch_list,
     parse_json_value,
     show_list,
     show_one,
@@ -90,7 +91,7 @@ def create(
         body["deliver_at"] = deliver_at
     if delay_sec is not None:
         body["delay_sec"] = delay_sec
-    show_one(client().create_run(body, idempotency_key), FIELDS, json_flag=json_flag)
+    show_one(client().task_runs.create(body, idempotency_key=idempotency_key), FIELDS, json_flag=json_flag)
 
 
 @app.command("list")
@@ -105,20 +106,20 @@ def list_(
 ) -> None:
     """List Task Runs, newest first."""
     filters = {"status": status, "endpoint_id": endpoint, "source": source}
-    page = client().list_runs(params=filters, **list_args(limit, cursor, all_))
+    page = fetch_list(client().task_runs, limit, cursor, all_, **filters)
     show_list(page, COLUMNS, json_flag=json_flag, empty="no task runs")
 
 
 @app.command("get")
 def get(run_id: RunId, json_flag: JsonFlag = False) -> None:
     """Show a Task Run."""
-    show_one(client().get_run(run_id), FIELDS, json_flag=json_flag)
+    show_one(client().task_runs.get(run_id), FIELDS, json_flag=json_flag)
 
 
 @app.command("cancel")
 def cancel(run_id: RunId, json_flag: JsonFlag = False) -> None:
     """Cancel a pending or retry_scheduled Task Run (409 otherwise)."""
-    show_one(client().cancel_run(run_id), FIELDS, json_flag=json_flag)
+    show_one(client().task_runs.cancel(run_id), FIELDS, json_flag=json_flag)
 
 
 @app.command("attempts")
@@ -126,11 +127,11 @@ def attempts(
     run_id: RunId, limit: Limit = None, all_: All = False, cursor: Cursor = None, json_flag: JsonFlag = False
 ) -> None:
     """A Task Run's Delivery Attempts, oldest first."""
-    page = client().list_attempts(run_id, **list_args(limit, cursor, all_))
+    page = fetch_list(client().task_runs.attempts, limit, cursor, all_, run_id)
     show_list(page, ATTEMPT_COLUMNS, json_flag=json_flag, empty="no attempts yet")
 
 
-def attempt_line(attempt: dict[str, Any]) -> Text:
+def attempt_line(attempt: Mapping[str, Any]) -> Text:
     """One attempt as a line for people: number, answer or error, latency."""
     code = attempt.get("status_code")
     answer = str(code) if code is not None else (attempt.get("error_kind") or "no answer")
@@ -141,7 +142,7 @@ def attempt_line(attempt: dict[str, Any]) -> Text:
     return Text(line, style="green" if attempt.get("outcome") == "success" else "red")
 
 
-def _status_line(run: dict[str, Any]) -> Text:
+def _status_line(run: Mapping[str, Any]) -> Text:
     line = f"run {run.get('id')}: {run.get('status')}"
     if run.get("status") == "retry_scheduled" and run.get("next_retry_at"):
         line += f" (next retry at {run['next_retry_at']})"
@@ -155,8 +156,10 @@ def follow_run(api: Client, run_id: str, *, timeout: float, interval: float, as_
     seen: set[tuple[Any, Any, Any]] = set()
     last_status: str | None = None
     while True:
-        run = api.get_run(run_id)  # the run first: if it is terminal, the attempts read next are complete
-        for attempt in api.list_attempts(run_id, follow=True)["data"]:
+        run = api.task_runs.get(
+            run_id
+        )  # the run first: if it is terminal, the attempts read next are complete
+        for attempt in api.task_runs.attempts.iter(run_id):
             key = (attempt.get("series"), attempt.get("sequence"), attempt.get("request_id"))
             if key in seen:
                 continue

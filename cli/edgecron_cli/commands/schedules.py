@@ -16,7 +16,7 @@ from edgecron_cli.commands._common import (
     Limit,
     Payload,
     client,
-    list_args,
+    fetch_list,
     parse_json_value,
     show_deleted,
     show_list,
@@ -108,13 +108,13 @@ def create(
         body["payload"] = parse_json_value(payload)
     if paused:
         body["status"] = "PAUSED"
-    show_one(client().create_schedule(body, idempotency_key), FIELDS, json_flag=json_flag)
+    show_one(client().schedules.create(body, idempotency_key=idempotency_key), FIELDS, json_flag=json_flag)
 
 
 @app.command("list")
 def list_(limit: Limit = None, all_: All = False, cursor: Cursor = None, json_flag: JsonFlag = False) -> None:
     """List Schedules."""
-    page = client().list_schedules(**list_args(limit, cursor, all_))
+    page = fetch_list(client().schedules, limit, cursor, all_)
     show_list(page, COLUMNS, json_flag=json_flag, empty="no schedules")
 
 
@@ -125,7 +125,7 @@ def get(
     json_flag: JsonFlag = False,
 ) -> None:
     """Show a Schedule, optionally with a preview of its next fire times."""
-    schedule = client().get_schedule(schedule_id, preview)
+    schedule = client().schedules.get(schedule_id, preview=preview)
     fields = [*FIELDS, ("preview", "preview")] if preview else FIELDS
     show_one(schedule, fields, json_flag=json_flag)
 
@@ -168,25 +168,25 @@ def update(
         changes["retry_policy_id"] = None
     if not changes:
         raise typer.BadParameter("nothing to change: give at least one option", param_hint="options")
-    show_one(client().update_schedule(schedule_id, changes), FIELDS, json_flag=json_flag)
+    show_one(client().schedules.update(schedule_id, changes), FIELDS, json_flag=json_flag)
 
 
 @app.command("pause")
 def pause(schedule_id: ScheduleId, json_flag: JsonFlag = False) -> None:
     """Pause a Schedule (its dispatched fires and pending retries are cancelled)."""
-    show_one(client().pause_schedule(schedule_id), FIELDS, json_flag=json_flag)
+    show_one(client().schedules.pause(schedule_id), FIELDS, json_flag=json_flag)
 
 
 @app.command("resume")
 def resume(schedule_id: ScheduleId, json_flag: JsonFlag = False) -> None:
     """Resume a paused Schedule (resets its failure counter)."""
-    show_one(client().resume_schedule(schedule_id), FIELDS, json_flag=json_flag)
+    show_one(client().schedules.resume(schedule_id), FIELDS, json_flag=json_flag)
 
 
 @app.command("delete")
 def delete(schedule_id: ScheduleId, json_flag: JsonFlag = False) -> None:
     """Delete a Schedule (its pending runs are cancelled)."""
-    client().delete_schedule(schedule_id)
+    client().schedules.delete(schedule_id)
     show_deleted("schedule", schedule_id, json_flag=json_flag)
 
 
@@ -199,7 +199,7 @@ def fires(
     json_flag: JsonFlag = False,
 ) -> None:
     """Recent fires of a Schedule, newest first, with their Task Runs."""
-    history = client().list_fires(schedule_id, limit, cursor, all_)
+    history = fetch_list(client().schedules.fires, limit, cursor, all_, schedule_id)
     if want_json(json_flag):
         output.print_json(history)
     else:

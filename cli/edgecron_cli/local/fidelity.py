@@ -20,12 +20,13 @@ import botocore.client
 from botocore.exceptions import ClientError
 
 from edgecron.data.aws import calling_function
-from edgecron_cli.local import limits
+from edgecron_cli.local import limits, moto_patches
 from edgecron_cli.local.consistency import READ_OPERATIONS, WRITE_OPERATIONS, IndexLag, TableShape
 
 MakeApiCall = Callable[[Any, str, dict[str, Any]], Any]
 
 DEFAULT_LOCAL_GSI_LAG_MS = 100.0
+PATCH = "AWS limits, index lag and TTL in front of every botocore call"
 
 
 class AwsFidelity:
@@ -41,6 +42,9 @@ class AwsFidelity:
 
     def install(self) -> AwsFidelity:
         if self._original is not None:
+            return self
+        # botocore's, not moto's: any moto release, as long as the method is where it was
+        if not moto_patches.applies(PATCH, [(botocore.client.BaseClient, "_make_api_call")], versioned=False):
             return self
         original: MakeApiCall = botocore.client.BaseClient._make_api_call
         self._original = original

@@ -29,7 +29,7 @@ from moto.sqs.models import sqs_backends
 from werkzeug.exceptions import HTTPException
 from werkzeug.serving import make_server
 
-from edgecron_cli.local import moto_speedups, moto_transactions
+from edgecron_cli.local import moto_patches, moto_speedups, moto_transactions
 from edgecron_cli.local.intrinsics import ACCOUNT_ID, REGION
 
 log = logging.getLogger("edgecron_cli.local")
@@ -215,6 +215,10 @@ class LocalMotoServer(ThreadedMotoServer):
         self._transport: InProcessTransport | None = None
 
     def _server_entry(self) -> None:
+        shapes = [(ThreadedMotoServer, "_server_entry"), (self, "_server_ready_event"), (self, "_ip_address")]
+        if not moto_patches.applies("the gate in front of moto's HTTP server", shapes):
+            super()._server_entry()  # other processes' calls then reach moto ungated
+            return
         app = _WriteTracker(DomainDispatcherApplication(create_backend_app), self.gate)
         try:
             self._server = make_server(
@@ -278,6 +282,8 @@ class QueueWaiter:
         queue = sqs_backends[ACCOUNT_ID][REGION].queues.get(self._name)
         if queue is None:
             return None
+        if not moto_patches.applies("SQS pollers wait on moto's queue", [(queue, "_messages_lock")]):
+            return None
         deadline = time.monotonic() + timeout
         with queue._messages_lock:
             while True:
@@ -338,6 +344,8 @@ def import_kms_key(key_id: str, material: bytes, description: str) -> None:
     (Endpoint signing secrets) could not be decrypted after a restart.
     """
     backend = kms_backends[ACCOUNT_ID][REGION]
+    if not moto_patches.applies("KMS keys keep their id and material across restarts", [(backend, "keys")]):
+        return  # what was encrypted before the restart cannot be decrypted
     if key_id in backend.keys:
         return
     key = backend.create_key(

@@ -5,22 +5,22 @@ so each transaction costs O(items in those tables): Fire creation (a transaction
 schedule) slowed down linearly as a test session or a local stack filled its Fires and Schedules
 tables. Here the backup is of the items the transaction names, taken before it runs and put back if
 it is cancelled, which leaves the tables as moto's whole-table restore would. Installed only when
-moto is the version this was written for; otherwise moto's own code runs and a warning is logged.
+moto is the version this was written for (moto_patches.MOTO_VERSION); otherwise moto's own code runs
+and one warning is logged.
 """
 
 from __future__ import annotations
 
 import copy
-import logging
 from typing import Any
 
-import moto
 from moto.dynamodb import models as _models
+
+from edgecron_cli.local import moto_patches
 
 dynamodb_models: Any = _models  # moto's internals, untyped here on purpose
 
-WRITTEN_FOR = "5.2.5"
-log = logging.getLogger("edgecron_cli.local")
+PATCH = "TransactWriteItems backs up the items it names, not whole tables"
 
 _installed: list[Any] = []
 
@@ -41,12 +41,8 @@ def install() -> bool:
     if _installed:
         return True
     backend = dynamodb_models.DynamoDBBackend
-    if moto.__version__ != WRITTEN_FOR or "transact_write_items" not in backend.__dict__:
-        log.warning(
-            "moto %s: TransactWriteItems keeps copying whole tables (written for %s)",
-            moto.__version__,
-            WRITTEN_FOR,
-        )
+    shapes = [(backend, "transact_write_items"), (backend, "get_item"), (dynamodb_models, "copy")]
+    if not moto_patches.applies(PATCH, shapes) or "transact_write_items" not in backend.__dict__:
         return False
     original = backend.__dict__["transact_write_items"]
 

@@ -1,64 +1,85 @@
-"""Settings read once from the environment the template (or the local stack) gives each function."""
+"""Settings read once, lazily, from the environment the template (or the local stack) gives each function.
+
+One typed model: each field names its environment variable (its alias). Every table name and queue URL
+is required, so a function deployed without one fails its cold start naming the variable, instead of
+writing to a default table name that does not exist (or, worse, to another stack's table).
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import os
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-_TABLE_ENV = {
-    "apps_table": "APPS_TABLE",
-    "api_keys_table": "API_KEYS_TABLE",
-    "endpoints_table": "ENDPOINTS_TABLE",
-    "retry_policies_table": "RETRY_POLICIES_TABLE",
-    "schedules_table": "SCHEDULES_TABLE",
-    "fires_table": "FIRES_TABLE",
-    "task_runs_table": "TASK_RUNS_TABLE",
-    "attempts_table": "ATTEMPTS_TABLE",
-    "events_table": "EVENTS_TABLE",
-    "fanout_pages_table": "FANOUT_PAGES_TABLE",
-    "usage_table": "USAGE_TABLE",
-    "notifications_table": "NOTIFICATIONS_TABLE",
-    "idempotency_table": "IDEMPOTENCY_TABLE",
-}
+_TRUE = frozenset({"1", "true", "yes"})
+
+
+class SettingsError(RuntimeError):
+    """The environment lacks a required name or holds a bad value; the message names each variable."""
+
+
+def _name(env: str) -> Any:
+    """A required name (table, queue URL): no default, never empty."""
+    return Field(alias=env, min_length=1)
 
 
 class Settings(BaseModel):
-    """Validated configuration; a bad value fails the cold start loudly instead of a request later."""
+    """Validated configuration; a bad or missing value fails the cold start loudly instead of a request later."""
 
-    apps_table: str = "edgecron-apps"
-    api_keys_table: str = "edgecron-api-keys"
-    endpoints_table: str = "edgecron-endpoints"
-    retry_policies_table: str = "edgecron-retry-policies"
-    schedules_table: str = "edgecron-schedules"
-    fires_table: str = "edgecron-fires"
-    task_runs_table: str = "edgecron-task-runs"
-    attempts_table: str = "edgecron-attempts"
-    events_table: str = "edgecron-events"
-    fanout_pages_table: str = "edgecron-fanout-pages"
-    usage_table: str = "edgecron-usage"
-    notifications_table: str = "edgecron-notifications"
-    idempotency_table: str = "edgecron-idempotency"
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
 
-    delivery_queue_url: str = ""
-    retry_queue_url: str = ""
-    fanout_queue_url: str = ""
-    delivery_dlq_url: str = ""
-    alerts_topic_arn: str = ""
-    admin_key_secret_arn: str = ""
-    secrets_kms_key_id: str = ""
+    apps_table: str = _name("APPS_TABLE")
+    api_keys_table: str = _name("API_KEYS_TABLE")
+    endpoints_table: str = _name("ENDPOINTS_TABLE")
+    retry_policies_table: str = _name("RETRY_POLICIES_TABLE")
+    schedules_table: str = _name("SCHEDULES_TABLE")
+    fires_table: str = _name("FIRES_TABLE")
+    task_runs_table: str = _name("TASK_RUNS_TABLE")
+    attempts_table: str = _name("ATTEMPTS_TABLE")
+    events_table: str = _name("EVENTS_TABLE")
+    fanout_pages_table: str = _name("FANOUT_PAGES_TABLE")
+    usage_table: str = _name("USAGE_TABLE")
+    notifications_table: str = _name("NOTIFICATIONS_TABLE")
+    idempotency_table: str = _name("IDEMPOTENCY_TABLE")
 
-    region: str = "us-east-1"
-    shards: int = Field(default=8, ge=1, le=64)
-    lookahead_sec: int = Field(default=70, ge=0, le=600)
-    redispatch_after_sec: int = Field(default=300, ge=10, le=86_400)
-    claim_sec: int = Field(default=60, ge=5, le=3_600)
-    history_ttl_days: int = Field(default=90, ge=1, le=3_650)
-    allow_http: bool = False
-    allowed_cidrs: list[str] = Field(default_factory=list)
-    allowed_only: bool = False  # reach ALLOWED_CIDRS and nothing else (the local stack: loopback only)
+    delivery_queue_url: str = _name("DELIVERY_QUEUE_URL")
+    retry_queue_url: str = _name("RETRY_QUEUE_URL")
+    fanout_queue_url: str = _name("FANOUT_QUEUE_URL")
+    delivery_dlq_url: str = _name("DELIVERY_DLQ_URL")
+    # Optional: without a topic no alert is published, without a key secrets are stored unencrypted,
+    # without the admin secret no admin key is accepted.
+    alerts_topic_arn: str = Field(default="", alias="ALERTS_TOPIC_ARN")
+    admin_key_secret_arn: str = Field(default="", alias="ADMIN_KEY_SECRET_ARN")
+    secrets_kms_key_id: str = Field(default="", alias="SECRETS_KMS_KEY_ID")
+
+    region: str = Field(
+        default="us-east-1", validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION")
+    )
+    shards: int = Field(default=8, ge=1, le=64, alias="SHARDS")
+    lookahead_sec: int = Field(default=70, ge=0, le=600, alias="LOOKAHEAD_SEC")
+    redispatch_after_sec: int = Field(default=300, ge=10, le=86_400, alias="REDISPATCH_AFTER_SEC")
+    claim_sec: int = Field(default=60, ge=5, le=3_600, alias="CLAIM_SEC")
+    history_ttl_days: int = Field(default=90, ge=1, le=3_650, alias="HISTORY_TTL_DAYS")
+    allow_http: bool = Field(default=False, alias="ALLOW_HTTP")
+    allowed_cidrs: list[str] = Field(default_factory=list, alias="ALLOWED_CIDRS")
+    # reach ALLOWED_CIDRS and nothing else (the local stack: loopback only)
+    allowed_only: bool = Field(default=False, alias="ALLOWED_ONLY")
+
+    @field_validator("allow_http", "allowed_only", mode="before")
+    @classmethod
+    def _flag(cls, value: object) -> object:
+        return value.strip().lower() in _TRUE if isinstance(value, str) else value
+
+    @field_validator("allowed_cidrs", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
 
     @field_validator("allowed_cidrs")
     @classmethod
@@ -68,38 +89,35 @@ class Settings(BaseModel):
         return value
 
 
-def _split(value: str) -> list[str]:
-    return [part.strip() for part in value.split(",") if part.strip()]
+def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
+    """Build Settings from an environment mapping (os.environ by default); an empty variable counts as
+    unset. Raises SettingsError naming every missing or invalid variable."""
+    source = os.environ if env is None else env
+    raw = {name: value for name, value in source.items() if value != ""}
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc)) from None
 
 
-def settings_from_env(env: dict[str, str] | None = None) -> Settings:
-    """Build Settings from an environment mapping (os.environ by default)."""
-    env = dict(os.environ if env is None else env)
-    raw: dict[str, object] = {field: env[var] for field, var in _TABLE_ENV.items() if env.get(var)}
-    for field, var in {
-        "delivery_queue_url": "DELIVERY_QUEUE_URL",
-        "retry_queue_url": "RETRY_QUEUE_URL",
-        "fanout_queue_url": "FANOUT_QUEUE_URL",
-        "delivery_dlq_url": "DELIVERY_DLQ_URL",
-        "alerts_topic_arn": "ALERTS_TOPIC_ARN",
-        "admin_key_secret_arn": "ADMIN_KEY_SECRET_ARN",
-        "secrets_kms_key_id": "SECRETS_KMS_KEY_ID",
-        "shards": "SHARDS",
-        "lookahead_sec": "LOOKAHEAD_SEC",
-        "redispatch_after_sec": "REDISPATCH_AFTER_SEC",
-        "claim_sec": "CLAIM_SEC",
-        "history_ttl_days": "HISTORY_TTL_DAYS",
-    }.items():
-        if env.get(var):
-            raw[field] = env[var]
-    raw["region"] = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
-    raw["allow_http"] = env.get("ALLOW_HTTP", "").lower() in {"1", "true", "yes"}
-    raw["allowed_cidrs"] = _split(env.get("ALLOWED_CIDRS", ""))
-    raw["allowed_only"] = env.get("ALLOWED_ONLY", "").lower() in {"1", "true", "yes"}
-    return Settings.model_validate(raw)
+def _describe(exc: ValidationError) -> str:
+    missing: list[str] = []
+    invalid: list[str] = []
+    for error in exc.errors(include_url=False, include_input=False):
+        name = ".".join(str(part) for part in error["loc"]) or "?"
+        if error["type"] == "missing":
+            missing.append(name)
+        else:
+            invalid.append(f"{name}: {error['msg']}")
+    parts = []
+    if missing:
+        parts.append("missing environment variable(s) " + ", ".join(missing))
+    if invalid:
+        parts.append("invalid " + "; ".join(invalid))
+    return "EdgeCron settings: " + "; ".join(parts) + " (template.yaml's Globals set them for every function)"
 
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process-wide settings, read once."""
+    """The process-wide settings, read on first use (never at import) and then kept."""
     return settings_from_env()

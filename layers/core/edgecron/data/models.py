@@ -18,13 +18,33 @@ from pynamodb.models import Model
 from edgecron.config import get_settings
 from edgecron.domain.vocabulary import ScheduleStatus
 
-_settings = get_settings()
+
+class _FromSettings:
+    """A Meta attribute read from the settings when PynamoDB opens the table's connection, not when the
+    model class is defined: importing the models reads no environment. PynamoDB also probes `region`
+    while it defines the class; before the settings are read that probe sees None."""
+
+    def __init__(self, field: str, *, probed: bool = False) -> None:
+        self.field = field
+        self.probed = probed
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        if self.probed and get_settings.cache_info().currsize == 0:
+            return None
+        return getattr(get_settings(), self.field)
+
+
+def _table(field: str) -> Any:
+    return _FromSettings(field)
+
+
+_REGION: Any = _FromSettings("region", probed=True)
 
 
 class AppModel(Model):
     class Meta:
-        table_name = _settings.apps_table
-        region = _settings.region
+        table_name = _table("apps_table")
+        region = _REGION
 
     app_id = UnicodeAttribute(hash_key=True)
     name = UnicodeAttribute()
@@ -36,8 +56,8 @@ class ApiKeyModel(Model):
     """Keys are stored as SHA-256 hashes; the lookup by hash is one GetItem."""
 
     class Meta:
-        table_name = _settings.api_keys_table
-        region = _settings.region
+        table_name = _table("api_keys_table")
+        region = _REGION
 
     key_hash = UnicodeAttribute(hash_key=True)
     app_id = UnicodeAttribute()
@@ -53,8 +73,8 @@ class SigningSecret(MapAttribute[str, Any]):
 
 class EndpointModel(Model):
     class Meta:
-        table_name = _settings.endpoints_table
-        region = _settings.region
+        table_name = _table("endpoints_table")
+        region = _REGION
 
     app_id = UnicodeAttribute(hash_key=True)
     endpoint_id = UnicodeAttribute(range_key=True)
@@ -74,8 +94,8 @@ class EndpointModel(Model):
 
 class RetryPolicyModel(Model):
     class Meta:
-        table_name = _settings.retry_policies_table
-        region = _settings.region
+        table_name = _table("retry_policies_table")
+        region = _REGION
 
     app_id = UnicodeAttribute(hash_key=True)
     policy_id = UnicodeAttribute(range_key=True)
@@ -101,8 +121,8 @@ class DueIndex(GlobalSecondaryIndex["ScheduleModel"]):
 
 class ScheduleModel(Model):
     class Meta:
-        table_name = _settings.schedules_table
-        region = _settings.region
+        table_name = _table("schedules_table")
+        region = _REGION
 
     app_id = UnicodeAttribute(hash_key=True)
     schedule_id = UnicodeAttribute(range_key=True)
@@ -138,8 +158,8 @@ class OpenFiresIndex(GlobalSecondaryIndex["FireModel"]):
 
 class FireModel(Model):
     class Meta:
-        table_name = _settings.fires_table
-        region = _settings.region
+        table_name = _table("fires_table")
+        region = _REGION
 
     schedule_id = UnicodeAttribute(hash_key=True)
     fire_at = NumberAttribute(range_key=True)
@@ -198,8 +218,8 @@ class DeadLetterIndex(GlobalSecondaryIndex["TaskRunModel"]):
 
 class TaskRunModel(Model):
     class Meta:
-        table_name = _settings.task_runs_table
-        region = _settings.region
+        table_name = _table("task_runs_table")
+        region = _REGION
 
     run_id = UnicodeAttribute(hash_key=True)
     app_id = UnicodeAttribute()
@@ -238,8 +258,8 @@ class TaskRunModel(Model):
 
 class AttemptModel(Model):
     class Meta:
-        table_name = _settings.attempts_table
-        region = _settings.region
+        table_name = _table("attempts_table")
+        region = _REGION
 
     run_id = UnicodeAttribute(hash_key=True)
     seq = NumberAttribute(range_key=True)
@@ -260,8 +280,8 @@ class AttemptModel(Model):
 
 class EventModel(Model):
     class Meta:
-        table_name = _settings.events_table
-        region = _settings.region
+        table_name = _table("events_table")
+        region = _REGION
 
     app_id = UnicodeAttribute(hash_key=True)
     event_id = UnicodeAttribute(range_key=True)
@@ -284,8 +304,8 @@ class FanoutPageModel(Model):
     once with a conditional write, so a page processed twice is recorded once."""
 
     class Meta:
-        table_name = _settings.fanout_pages_table
-        region = _settings.region
+        table_name = _table("fanout_pages_table")
+        region = _REGION
 
     owner_id = UnicodeAttribute(hash_key=True)  # event_id, or schedule_id#fire_at
     page = NumberAttribute(range_key=True)  # 0, 1, 2 … in Endpoint id order
@@ -301,8 +321,8 @@ class FanoutPageModel(Model):
 
 class UsageModel(Model):
     class Meta:
-        table_name = _settings.usage_table
-        region = _settings.region
+        table_name = _table("usage_table")
+        region = _REGION
 
     app_id = UnicodeAttribute(hash_key=True)
     month = UnicodeAttribute(range_key=True)
@@ -313,8 +333,8 @@ class UsageModel(Model):
 
 class NotificationModel(Model):
     class Meta:
-        table_name = _settings.notifications_table
-        region = _settings.region
+        table_name = _table("notifications_table")
+        region = _REGION
 
     app_id = UnicodeAttribute(hash_key=True)
     notification_id = UnicodeAttribute(range_key=True)
@@ -328,8 +348,8 @@ class NotificationModel(Model):
 
 class IdempotencyModel(Model):
     class Meta:
-        table_name = _settings.idempotency_table
-        region = _settings.region
+        table_name = _table("idempotency_table")
+        region = _REGION
 
     idem_key = UnicodeAttribute(hash_key=True)
     request_hash = UnicodeAttribute()

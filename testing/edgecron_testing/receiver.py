@@ -24,6 +24,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     at: float
+    query: str = ""  # the raw query string, without "?"
 
 
 class Receiver:
@@ -41,7 +42,7 @@ class Receiver:
             def _serve(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
-                path = self.path.split("?", 1)[0]
+                path, _, query = self.path.partition("?")
                 with receiver._lock:
                     receiver.requests.append(
                         Received(
@@ -50,6 +51,7 @@ class Receiver:
                             {k.lower(): v for k, v in self.headers.items()},
                             body,
                             time.time(),
+                            query,
                         )
                     )
                     queue = receiver._script[path]

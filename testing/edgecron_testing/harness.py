@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlencode
 
-from tests.support.iam import acting_as
+from edgecron_testing.iam import acting_as
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"

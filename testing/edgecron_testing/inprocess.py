@@ -1,0 +1,187 @@
+"""The in-process AWS environment of the integration tests and the in-process benchmarks: moto started
+on import, every table, queue and topic provisioned from template.yaml, each handler's calls checked
+against its role, and the AWS fidelity the emulator adds (limits, index lag, TTL deletion).
+
+Import it before the core package is used: the handlers' settings are read from the environment it
+sets (on first use, so importing the core earlier is fine; reading a setting earlier is not).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+os.environ.update(
+    {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SECURITY_TOKEN": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "POWERTOOLS_METRICS_NAMESPACE": "EdgeCron",
+        "POWERTOOLS_SERVICE_NAME": "edgecron",
+    }
+)
+os.environ.pop("AWS_ENDPOINT_URL", None)
+
+from moto import mock_aws
+
+from edgecron_cli.local.provision import provision_from_template
+from edgecron_testing import iam as iam_support
+from edgecron_testing.harness import ROOT, call_api, invoke, sqs_event
+
+ADMIN_KEY = "test-admin-key-0123456789"
+
+_mock = mock_aws()
+_mock.start()
+
+
+def _atomic_aws_calls() -> None:
+    """Each AWS call is atomic, as every DynamoDB operation is; threads (the worker's concurrent
+    batch, concurrent scans) interleave between calls. In-process moto is not atomic within one call."""
+    import botocore.client
+
+    lock = threading.RLock()
+    original = botocore.client.BaseClient._make_api_call
+
+    def locked(self: Any, operation: str, params: Any) -> Any:
+        with lock:
+            return original(self, operation, params)
+
+    botocore.client.BaseClient._make_api_call = locked  # type: ignore[method-assign]
+
+
+_atomic_aws_calls()
+
+# Transactions back up the items they name, not whole tables (moto's copy grows with the session).
+from edgecron_cli.local import moto_transactions  # noqa: E402
+
+moto_transactions.install()
+
+# AWS fidelity: limits, index lag, TTL deletion (docs/local-stack.md, "What the emulator imitates") ---
+from edgecron_testing.aws_fidelity import IndexTime, install_for_tests  # noqa: E402
+
+FIDELITY = install_for_tests()
+assert FIDELITY.lag is not None
+INDEX_TIME = IndexTime(FIDELITY.lag)
+DEFAULT_INDEX_LAG_MS = INDEX_TIME.lag_ms
+
+
+PROVISIONED = provision_from_template(ROOT / "template.yaml", secret_values={"AdminKeySecret": ADMIN_KEY})
+IAM = iam_support.install(PROVISIONED)  # each handler's calls are checked against its role
+os.environ.update(PROVISIONED.environment())
+os.environ.update({"ALLOWED_CIDRS": "127.0.0.0/8,::1/128", "ALLOW_HTTP": "true", "CLAIM_SEC": "60"})
+
+from edgecron.config import get_settings  # noqa: E402
+
+get_settings.cache_clear()
+
+
+def queue(logical_id: str) -> Any:
+    return PROVISIONED.queues[logical_id]
+
+
+def drain_queues() -> None:
+    """Empty every queue, delayed and in-flight messages included (PurgeQueue is limited to 1/min)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.sqs.models import sqs_backends
+
+    backend = sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
+    for info in PROVISIONED.queues.values():
+        q = backend.queues[info.name]
+        q._messages.clear()
+        q._pending_messages.clear()
+
+
+def retire_runs() -> None:
+    """Take every unfinished run out of the wake index, so no test's runs wake up in the next one."""
+    from edgecron.data.models import TaskRunModel as R
+
+    with R.batch_write() as batch:  # deleting is cheaper than updating thousands of fan-out runs
+        for run in R.scan(R.wake_shard.exists()):
+            batch.delete(run)
+
+
+def retire_schedules() -> None:
+    """Take every schedule out of the due index, so one test's schedules never fire in the next."""
+    from edgecron.data.models import ScheduleModel
+
+    for schedule in ScheduleModel.scan(ScheduleModel.due_shard.exists()):
+        schedule.update(actions=[ScheduleModel.due_shard.remove(), ScheduleModel.status.set("PAUSED")])
+
+
+def app_runs(app_id: str) -> list[Any]:
+    """Every Task Run of the App, newest first: the keys-only `by_app` index gives the ids, a
+    consistent batch get the items. The test observes: its reads do not lag."""
+    from edgecron.data import runs as run_data
+    from edgecron.data.models import TaskRunModel as R
+
+    with INDEX_TIME.unlagged():
+        ids = [entry.run_id for entry in R.by_app.query(app_id, scan_index_forward=False)]
+    found = {run.run_id: run for run in run_data.get_many(ids)}
+    return [found[run_id] for run_id in ids if run_id in found]
+
+
+def new_app(name: str = "test") -> tuple[str, str]:
+    resp = call_api("POST", "/v1/apps", body={"name": name}, key=ADMIN_KEY)
+    assert resp.status == 201, resp.body
+    return resp.body["app"]["id"], resp.body["api_key"]
+
+
+class Pump:
+    """Drive SQS → Lambda the way the event source mapping does, until the queues are quiet."""
+
+    def __init__(self) -> None:
+        import boto3
+
+        self.sqs = boto3.client("sqs", region_name="us-east-1")
+
+    def once(self, logical_id: str, function: str, batch: int = 10) -> int:
+        info = queue(logical_id)
+        got = self.sqs.receive_message(
+            QueueUrl=info.url,
+            MaxNumberOfMessages=batch,
+            WaitTimeSeconds=0,
+            AttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        )
+        messages = got.get("Messages", [])
+        if not messages:
+            return 0
+        result = invoke(function, sqs_event(messages, info.arn)) or {}
+        failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+        for m in messages:
+            if m["MessageId"] not in failed:
+                self.sqs.delete_message(QueueUrl=info.url, ReceiptHandle=m["ReceiptHandle"])
+        return len(messages)
+
+    def deliveries(self, *, quiet_for: float = 0.0, timeout: float = 15.0) -> int:
+        """Process delivery and retry messages; with quiet_for, wait that long for delayed ones."""
+        total = 0
+        deadline = time.time() + timeout
+        quiet_since = time.time()
+        while time.time() < deadline:
+            n = self.once("DeliveryQueue", "worker") + self.once("RetryQueue", "worker")
+            total += n
+            if n:
+                quiet_since = time.time()
+            elif time.time() - quiet_since >= quiet_for:
+                break
+            else:
+                time.sleep(0.05)
+        return total
+
+    def depth(self, logical_id: str) -> int:
+        attrs = self.sqs.get_queue_attributes(QueueUrl=queue(logical_id).url, AttributeNames=["All"])[
+            "Attributes"
+        ]
+        return (
+            int(attrs["ApproximateNumberOfMessages"])
+            + int(attrs["ApproximateNumberOfMessagesDelayed"])
+            + int(attrs["ApproximateNumberOfMessagesNotVisible"])
+        )

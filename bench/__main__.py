@@ -18,7 +18,7 @@ from typing import Any
 from bench.report import RESULTS, Row, machine, table, write
 
 # Run order: the scan benchmark leaves up to 200,000 schedules behind, so nothing in-process runs after it.
-ALL = ("cost", "catchup", "throughput", "scan", "precision")
+ALL = ("cost", "catchup", "throughput", "scaling", "scan", "precision")
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -57,6 +57,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=Path,
         help="run the local stack from another checkout (to measure a proposed fix); default: this one",
     )
+    parser.add_argument(
+        "--scaling-size",
+        type=int,
+        help="schedules per measured scan tick, and deliveries per cost scenario when cost is not run "
+        "too (default 50; smoke 3)",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS, help="where to write results.json")
     args = parser.parse_args(argv)
     unknown = set(args.only.split(",")) - set(ALL)
@@ -71,6 +77,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.scan_due = args.scan_due or (2 if smoke else 100)
     args.catchup_repeats = args.catchup_repeats or (20 if smoke else 200)
     args.throughput_runs = args.throughput_runs or (10 if smoke else 500)
+    args.scaling_size = args.scaling_size or (3 if smoke else 50)
     return args
 
 
@@ -79,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     selected = [name for name in ALL if name in args.only.split(",")]
     env: Any = None
-    if {"cost", "catchup", "throughput", "scan"} & set(selected):
+    if {"cost", "catchup", "throughput", "scaling", "scan"} & set(selected):
         from bench.inproc import environment
 
         env = environment()  # before anything imports the core package (it reads table names at import)
@@ -110,6 +117,12 @@ def main(argv: list[str] | None = None) -> int:
             env, sizes=(args.scan_sizes[0], args.scan_sizes[1]), variants=variants, due=args.scan_due
         )
 
+    def scaling() -> tuple[list[Row], dict[str, Any]]:
+        from bench import scaling
+
+        cost_data = document["benchmarks"].get("cost")  # this run's, when cost ran first
+        return scaling.run(env, due=args.scaling_size, runs=args.scaling_size, cost_data=cost_data)
+
     def precision() -> tuple[list[Row], dict[str, Any]]:
         from bench import precision
 
@@ -125,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         "cost": cost,
         "catchup": catchup,
         "throughput": throughput,
+        "scaling": scaling,
         "scan": scan,
         "precision": precision,
     }

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from edgecron_cli import commands
+from edgecron_cli.commands import listen
 
 app = typer.Typer(
     name="edgecron", help="EdgeCron: scheduled and event-driven webhooks.", no_args_is_help=True
@@ -17,6 +18,7 @@ app = typer.Typer(
 # The client commands: global --url/--api-key/--admin-key/--json, then one group per API resource.
 main = app.callback()(commands.root_callback)
 commands.register(app)
+app.command("listen")(listen.listen)
 
 
 @app.command()

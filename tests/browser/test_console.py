@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import requests
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
@@ -26,7 +27,24 @@ PAGES = ["overview", "endpoints", "schedules", "runs", "dead-letters", "events",
 
 
 def wait_for(driver: WebDriver, found: Callable[[WebDriver], Any], timeout: float = 20) -> Any:
-    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(found)
+    """`found`'s first truthy answer; pages re-render as they poll, so a stale element is retried."""
+    wait = WebDriverWait(
+        driver, timeout, poll_frequency=0.2, ignored_exceptions=[StaleElementReferenceException]
+    )
+    return wait.until(found)
+
+
+def click_in_row(driver: WebDriver, text: str, button: str) -> None:
+    """Click `button` in the table row that shows `text` (found afresh: the table may just have been redrawn)."""
+
+    def clicked(d: WebDriver) -> bool:
+        rows = [r for r in d.find_elements(By.CSS_SELECTOR, "tbody tr") if text in r.text]
+        if not rows:
+            return False
+        rows[0].find_element(By.XPATH, f".//button[text()='{button}']").click()
+        return True
+
+    wait_for(driver, clicked)
 
 
 def css(driver: WebDriver, selector: str, timeout: float = 20) -> WebElement:
@@ -209,4 +227,59 @@ def test_publishing_an_event_shows_its_runs(
     assert endpoint["id"] in row[0].text
     shot(page, artifacts, "event-runs")
     assert json.loads(css(page, "main pre").text) == {"amount": 4200}
+    api.ok("DELETE", f"/v1/endpoints/{endpoint['id']}")
+
+
+def test_an_endpoint_is_edited_rotated_and_disabled(
+    page: WebDriver, local_stack: LocalStackProcess, artifacts: Path, receiver: Receiver, api: Api
+) -> None:
+    endpoint = api.ok("POST", "/v1/endpoints", {"url": receiver.url, "description": "before"})
+    sign_in(page, local_stack.api_key)
+    go(page, "endpoints")
+    click_in_row(page, endpoint["id"], "Edit")
+    form = css(page, f"form[aria-label='Edit {endpoint['id']}']")
+    description = form.find_elements(By.CSS_SELECTOR, "input")[1]
+    description.clear()
+    description.send_keys("after")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait_for(page, lambda d: api.ok("GET", f"/v1/endpoints/{endpoint['id']}")["description"] == "after")
+    click_in_row(page, "after", "Rotate secret")
+    assert "keeps signing for 24 hours" in css(page, "#confirm-text").text
+    css(page, "#confirm-yes").click()
+    rotated = css(page, "#secret-value").text
+    assert rotated.startswith("whsec_") and rotated != endpoint["secret"]
+    shot(page, artifacts, "endpoint-rotated")
+    click_in_row(page, endpoint["id"], "Disable")
+    wait_for(page, lambda d: api.ok("GET", f"/v1/endpoints/{endpoint['id']}")["active"] is False)
+    click_in_row(page, endpoint["id"], "Enable")
+    wait_for(page, lambda d: api.ok("GET", f"/v1/endpoints/{endpoint['id']}")["active"] is True)
+    api.ok("DELETE", f"/v1/endpoints/{endpoint['id']}")
+
+
+def test_bulk_replay_says_how_many_and_a_run_shows_its_attempts(
+    page: WebDriver, local_stack: LocalStackProcess, artifacts: Path, failing_receiver: Receiver, api: Api
+) -> None:
+    policy = api.ok("POST", "/v1/retry-policies", {"max_attempts": 1})
+    endpoint = api.ok("POST", "/v1/endpoints", {"url": failing_receiver.url, "retry_policy_id": policy["id"]})
+    runs = [api.ok("POST", "/v1/task-runs", {"endpoint_id": endpoint["id"]}) for _ in range(2)]
+    for run in runs:
+        api.wait_run(run["id"], lambda r: r["status"] == "dead_letter")
+    sign_in(page, local_stack.api_key)
+    go(page, "dead-letters")
+    css(page, "#dl-endpoint").send_keys(endpoint["id"])
+    css(page, "form[aria-label='Filter dead letters'] button").click()
+    wait_for(page, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".dl-select")) == 2)
+    css(page, "#replay-all").click()
+    assert css(page, "#confirm-text").text == "Replay 2 dead letters matching this filter?"
+    css(page, "#confirm-yes").click()
+    assert css(page, "#replay-done").text == "Replayed 2."
+    for run in runs:
+        assert api.ok("GET", f"/v1/task-runs/{run['id']}")["series"] == 2
+    go(page, f"runs/{runs[0]['id']}")
+    rows = wait_for(page, lambda d: d.find_elements(By.CSS_SELECTOR, "main table tbody tr"))
+    assert "503" in rows[0].text and " ms" in rows[0].text
+    shot(page, artifacts, "run-attempts")
+    go(page, "overview")
+    wait_for(page, lambda d: css(d, "#card-deliveries .value").text not in {"", "0"})
+    shot(page, artifacts, "overview")
     api.ok("DELETE", f"/v1/endpoints/{endpoint['id']}")

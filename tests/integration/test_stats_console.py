@@ -66,8 +66,9 @@ def test_a_bad_window_is_a_400_in_the_error_format_and_no_key_is_a_401(app_key: 
     assert call_api("GET", "/v1/stats/deliveries").status == 401
 
 
-def test_the_console_page_needs_no_key_and_comes_with_a_strict_policy() -> None:
-    resp = call_api("GET", "/console")
+@pytest.mark.parametrize("path", ["/console", "/console/", "/console/index.html"])
+def test_the_console_page_needs_no_key_and_comes_with_a_strict_policy(path: str) -> None:
+    resp = call_api("GET", path)
     assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/html")
     policy = resp.headers["Content-Security-Policy"]
     assert (

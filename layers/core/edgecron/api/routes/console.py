@@ -25,10 +25,11 @@ def _serve(name: str) -> Response[str]:
 
 
 @router.get("/console", include_in_schema=False)
+@router.get("/console/", include_in_schema=False)
 def index() -> Response[str]:
     return _serve(console.INDEX)
 
 
 @router.get("/console/<name>", include_in_schema=False)
 def asset(name: str) -> Response[str]:
-    return _serve(console.INDEX if name == "" else name)
+    return _serve(name)

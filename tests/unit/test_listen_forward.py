@@ -68,13 +68,19 @@ def test_a_target_that_does_not_answer_is_a_502() -> None:
         assert requests.post(f"{base}/hook", data=b"{}", timeout=10).status_code == 502
 
 
-def test_an_unreadable_content_length_is_a_400() -> None:
-    listener = Listener([], Script(), echo=[].append)
+@pytest.mark.parametrize(
+    "header, value", [("content-length", "-1"), ("content-length", "1e3"), ("transfer-encoding", "chunked")]
+)
+def test_a_body_without_a_readable_length_is_a_400_and_the_connection_closes(header: str, value: str) -> None:
+    lines: list[str] = []
+    listener = Listener([], Script(), echo=lines.append)
     for base in serve(listener):
         host, port = base.removeprefix("http://").split(":")
         connection = http.client.HTTPConnection(host, int(port), timeout=10)
         connection.putrequest("POST", "/hook")
-        connection.putheader("content-length", "-1")
+        connection.putheader(header, value)
         connection.endheaders()
-        assert connection.getresponse().status == 400
+        response = connection.getresponse()
+        assert response.status == 400 and response.getheader("connection") == "close"
         connection.close()
+    assert lines == []  # not counted as a delivery

@@ -224,18 +224,27 @@ def make_server(listener: Listener, host: str, port: int) -> ThreadingHTTPServer
 
         def _serve(self) -> None:
             raw_length = self.headers.get("content-length", "0") or "0"
+            if self.headers.get("transfer-encoding"):
+                self._refuse(b"send the body with a content-length")
+                return
             if not raw_length.isascii() or not raw_length.isdigit() or int(raw_length) > MAX_BODY_BYTES:
-                self._send(400, b"unreadable content-length")
+                self._refuse(b"unreadable content-length")
                 return
             body = self.rfile.read(int(raw_length))
             headers = {k: v for k, v in self.headers.items()}
             status, answer = listener.handle(self.command, self.path, headers, body)
             self._send(status, answer)
 
-        def _send(self, status: int, body: bytes) -> None:
+        def _refuse(self, why: bytes) -> None:
+            """400, and the connection closes: the unread body must not be taken for a next request."""
+            self._send(400, why, close=True)
+
+        def _send(self, status: int, body: bytes, *, close: bool = False) -> None:
             self.send_response(status)
             self.send_header("content-type", "text/plain; charset=utf-8")
             self.send_header("content-length", str(len(body)))
+            if close:
+                self.send_header("connection", "close")  # also makes the server close it
             self.end_headers()
             self.wfile.write(body)
 

@@ -27,6 +27,7 @@ local: setup
 test: setup lint typecheck template unit
 	@echo "==> integration and e2e run side by side (about 25 min on 2 cores); each one's output appears when it ends"
 	@$(MAKE) --no-print-directory -j2 --output-sync=line integration e2e
+	@$(MAKE) --no-print-directory browser
 	@echo "==> all checks passed"
 
 lint: setup
@@ -56,6 +57,13 @@ integration: setup
 e2e: setup
 	@echo "==> e2e tests (the local stack as a process, real HTTP)"
 	@$(BIN)/pytest $(PYTEST_FLAGS) tests/e2e
+
+## browser: the web console in Debian's headless Chromium against the local stack (installs the
+## browser and its driver when missing; screenshots in artifacts/browser)
+browser: setup
+	@scripts/install-browser.sh
+	@echo "==> browser tests (the console in headless Chromium)"
+	@$(BIN)/pytest $(PYTEST_FLAGS) tests/browser
 
 ## iam-permissions: regenerate tests/iam/permissions.json (what each function calls) from the
 ## integration tests, which then observe every call instead of refusing any

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from edgecron_cli import commands
+from edgecron_cli.commands import listen
 
 # What only `edgecron local` imports: the `local` extra of the package (pyproject.toml).
 LOCAL_ONLY_MODULES = frozenset({"moto", "yaml", "samtranslator", "werkzeug", "flask"})
@@ -20,6 +21,7 @@ app = typer.Typer(
 # The client commands: global --url/--api-key/--admin-key/--json, then one group per API resource.
 main = app.callback()(commands.root_callback)
 commands.register(app)
+app.command("listen")(listen.listen)
 
 
 @app.command()

@@ -18,6 +18,8 @@ from edgecron import __version__
 from edgecron.api.context import set_app_id, set_time_left
 from edgecron.api.responses import error_response, json_response
 from edgecron.api.routes import account, apps, endpoints, events, retry_policies, schedules, task_runs
+from edgecron.api.routes.console import router as console_router
+from edgecron.api.routes.stats import router as stats_router
 from edgecron.config import get_settings
 from edgecron.data import apps as app_data
 from edgecron.errors import ApiError, NotFound, ParamInvalid, PayloadTooLarge, Unauthorized
@@ -32,6 +34,8 @@ ROUTERS = [
     schedules.router,
     account.router,
     events.router,
+    stats_router,
+    console_router,
 ]
 TITLE = "EdgeCron API"
 ADMIN_PREFIX = "/v1/apps"

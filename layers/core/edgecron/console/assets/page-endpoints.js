@@ -1,0 +1,106 @@
+// Endpoints: health (recent runs as a sparkline), create with the one-time secret, edit, rotate, enable/disable.
+
+import { get, patch, post, poll } from "/console/api.js";
+import { confirmDialog, field, fill, h, sparkline, table, toast } from "/console/dom.js";
+
+function secretPanel(title, secret) {
+  const panel = h("section", { class: "panel secret", "aria-labelledby": "secret-title", id: "secret-reveal" },
+    h("h2", { id: "secret-title" }, title),
+    h("p", {}, "This signing secret is shown once. Copy it now: EdgeCron keeps it encrypted and never shows it again."),
+    h("code", { id: "secret-value" }, secret),
+    h("button", { type: "button", onclick: () => panel.remove() }, "I have saved it"));
+  return panel;
+}
+
+function list(text) {
+  return text.split(",").map((x) => x.trim()).filter(Boolean);
+}
+
+async function health(endpointId) {
+  const page = await get("/v1/task-runs", { endpoint_id: endpointId, limit: 20 });
+  const finished = page.data.filter((r) => ["success", "failed", "dead_letter"].includes(r.status)).reverse();
+  const ok = finished.filter((r) => r.status === "success").length;
+  return { outcomes: finished.map((r) => r.status === "success"), rate: finished.length ? Math.round((100 * ok) / finished.length) : null };
+}
+
+function editForm(endpoint, done) {
+  const url = h("input", { type: "url", value: endpoint.url, required: true, size: 40 });
+  const description = h("input", { type: "text", value: endpoint.description || "" });
+  const events = h("input", { type: "text", value: endpoint.filter_events.join(", ") });
+  const form = h("form", { class: "inline panel", "aria-label": `Edit ${endpoint.id}` },
+    field("URL", url), field("Description", description), field("Events (comma separated)", events),
+    h("button", { type: "submit", class: "primary" }, "Save"),
+    h("button", { type: "button", onclick: () => done(false) }, "Cancel"));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      await patch(`/v1/endpoints/${encodeURIComponent(endpoint.id)}`, {
+        url: url.value.trim(), description: description.value.trim() || null, filter_events: list(events.value),
+      });
+      toast(`Saved ${endpoint.id}`);
+      done(true);
+    } catch (err) { toast(err.message, true); }
+  });
+  return form;
+}
+
+export async function render(main, ctx) {
+  const reveal = h("div", { id: "reveal" });
+  const editing = h("div");
+  const listing = h("div", { "aria-live": "polite" });
+  const url = h("input", { id: "new-url", type: "url", required: true, size: 40, placeholder: "http://127.0.0.1:8000/hook" });
+  const description = h("input", { id: "new-description", type: "text" });
+  const events = h("input", { id: "new-events", type: "text", placeholder: "invoice.*, order.paid" });
+  const policy = h("input", { id: "new-policy", type: "text", placeholder: "rp_… (optional)" });
+  const create = h("form", { class: "inline", "aria-label": "Create an endpoint" },
+    field("URL", url), field("Description", description), field("Events (comma separated)", events),
+    field("Retry policy", policy), h("button", { type: "submit", class: "primary", id: "create-endpoint" }, "Create endpoint"));
+  fill(main, h("h1", {}, "Endpoints"), create, reveal, editing, listing);
+
+  const refresh = async () => {
+    const page = await get("/v1/endpoints", { limit: 100 });
+    const rows = [];
+    for (const ep of page.data) {
+      let spark = h("span", { class: "muted" }, "no runs");
+      let rate = "-";
+      try {
+        const found = await health(ep.id);
+        if (found.outcomes.length) spark = sparkline(found.outcomes, `last ${found.outcomes.length} runs of ${ep.id}`);
+        if (found.rate !== null) rate = `${found.rate}%`;
+      } catch { /* health is best effort */ }
+      rows.push([
+        h("td", { class: "mono" }, ep.id), h("td", { class: "mono" }, ep.url), ep.description || "",
+        ep.filter_events.join(", ") || "-", h("span", { class: `status ${ep.active ? "status-success" : "status-cancelled"}` }, ep.active ? "active" : "disabled"), rate, spark,
+        h("td", {},
+          h("button", { type: "button", onclick: () => fill(editing, editForm(ep, (changed) => { fill(editing); if (changed) refresh(); })) }, "Edit"), " ",
+          h("button", { type: "button", onclick: async () => {
+            if (!(await confirmDialog(`Rotate the signing secret of ${ep.id}? The current secret keeps signing for 24 hours.`, "Rotate"))) return;
+            try {
+              const rotated = await post(`/v1/endpoints/${encodeURIComponent(ep.id)}/rotate-secret`);
+              fill(reveal, secretPanel(`New secret of ${ep.id}`, rotated.secret));
+            } catch (err) { toast(err.message, true); }
+          } }, "Rotate secret"), " ",
+          h("button", { type: "button", class: ep.active ? "danger" : "", onclick: async () => {
+            try { await patch(`/v1/endpoints/${encodeURIComponent(ep.id)}`, { active: !ep.active }); await refresh(); }
+            catch (err) { toast(err.message, true); }
+          } }, ep.active ? "Disable" : "Enable")),
+      ]);
+    }
+    if (!ctx.alive()) return;
+    fill(listing, table("Endpoints of this App", ["id", "url", "description", "events", "state", "success", "recent runs", "actions"], rows, "No endpoints yet."));
+  };
+
+  create.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const body = { url: url.value.trim(), filter_events: list(events.value) };
+    if (description.value.trim()) body.description = description.value.trim();
+    if (policy.value.trim()) body.retry_policy_id = policy.value.trim();
+    try {
+      const made = await post("/v1/endpoints", body);
+      fill(reveal, secretPanel(`Endpoint ${made.id} created`, made.secret));
+      create.reset();
+      await refresh();
+    } catch (err) { toast(err.field ? `${err.field}: ${err.message}` : err.message, true); }
+  });
+  poll(refresh, { base: 10000, alive: ctx.alive });
+}

@@ -15,7 +15,7 @@ import requests
 
 from edgecron.domain.signing import new_secret, webhook_headers
 from edgecron_cli.commands.listen import Listener, Script, make_server
-from tests.support.receiver import Receiver, Reply
+from edgecron_testing.receiver import Receiver, Reply
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.api import Api, terminal
+from edgecron_testing.api import Api, terminal
 from tests.e2e.conftest import ROOT, LocalStackProcess, free_port
 
 pytestmark = pytest.mark.e2e

@@ -17,8 +17,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.browser.conftest import AXE, Receiver
 from edgecron_testing.api import Api
+from tests.browser.conftest import AXE, Receiver
 from tests.e2e.conftest import LocalStackProcess
 
 pytestmark = pytest.mark.e2e

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.conftest import Pump, new_app
 from edgecron_testing.harness import call_api
 from edgecron_testing.receiver import Receiver, Reply
+from tests.integration.conftest import Pump, new_app
 
 # The statistics read the run list (the `by_app` index) right after the deliveries.
 pytestmark = pytest.mark.index_lag(0)

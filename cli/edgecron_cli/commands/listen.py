@@ -264,8 +264,7 @@ def _endpoint_secret(endpoint_id: str) -> str:
     secret keeps signing for 24 h, so receivers holding it keep verifying)."""
     from edgecron_cli.commands._common import client
 
-    rotated: dict[str, Any] = client().rotate_secret(endpoint_id)
-    secret = rotated.get("secret")
+    secret = client().endpoints.rotate_secret(endpoint_id).get("secret")
     if not isinstance(secret, str):
         raise typer.BadParameter("the API returned no secret for this endpoint", param_hint="--endpoint")
     return secret

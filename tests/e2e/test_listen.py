@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from edgecron_testing.api import Api, terminal
-from tests.e2e.conftest import ROOT, LocalStackProcess, free_port
+from edgecron_testing.local_stack import ROOT, LocalStackProcess, free_port
 
 pytestmark = pytest.mark.e2e
 

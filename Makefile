@@ -4,6 +4,7 @@ PY312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(
 VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_FLAGS ?= -q
+INTEGRATION_WORKERS ?= 2
 
 .PHONY: setup local test lint typecheck template build unit integration e2e bench deploy clean iam-permissions
 
@@ -22,11 +23,13 @@ $(VENV)/.installed: requirements-dev.txt pyproject.toml testing/pyproject.toml
 local: setup
 	$(BIN)/edgecron local
 
-## test: set up, then lint, type-check, validate the template and run every test layer
-## (integration and e2e run side by side: e2e spends much of its time waiting on real clocks)
-test: setup lint typecheck template unit
-	@echo "==> integration and e2e run side by side (about 25 min on 2 cores); each one's output appears when it ends"
-	@$(MAKE) --no-print-directory -j2 --output-sync=line integration e2e
+## test: set up, then lint, type-check, validate the template and run every test layer, all at once:
+## e2e spends most of its time waiting on real clocks, so it runs at normal priority and the CPU-bound
+## rest (integration in INTEGRATION_WORKERS pytest-xdist processes) takes the cores it leaves idle;
+## the browser layer runs last, on a quiet machine, since its pages wait on real fires
+test: setup
+	@echo "==> lint, types, template and every test layer side by side; each one's output appears when it ends"
+	@$(MAKE) --no-print-directory -j --output-sync=target NICE="nice -n 10" lint typecheck template unit integration e2e
 	@$(MAKE) --no-print-directory browser
 	@echo "==> all checks passed"
 
@@ -48,11 +51,12 @@ build: setup
 
 unit: setup
 	@echo "==> unit tests"
-	@$(BIN)/pytest $(PYTEST_FLAGS) tests/unit
+	@$(NICE) $(BIN)/pytest $(PYTEST_FLAGS) tests/unit
 
+## integration: each pytest-xdist worker has its own in-process moto provisioned from template.yaml
 integration: setup
-	@echo "==> integration tests (handlers in-process against moto)"
-	@$(BIN)/pytest $(PYTEST_FLAGS) tests/integration
+	@echo "==> integration tests (handlers in-process against moto, $(INTEGRATION_WORKERS) workers)"
+	@$(NICE) $(BIN)/pytest $(PYTEST_FLAGS) -n $(INTEGRATION_WORKERS) --dist worksteal tests/integration
 
 e2e: setup
 	@echo "==> e2e tests (the local stack as a process, real HTTP)"

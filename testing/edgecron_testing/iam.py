@@ -85,10 +85,12 @@ def write_matrix(matrix: dict[str, list[str]]) -> None:
     MATRIX_PATH.write_text(json.dumps(ordered, indent=2) + "\n", encoding="utf-8")
 
 
-def session_problems(check: IamCheck) -> list[str]:
+def session_problems(check: IamCheck, also_observed: dict[str, list[str]] | None = None) -> list[str]:
     """What fails the session: refused calls, and calls the matrix does not list (record mode writes
-    the matrix instead)."""
+    the matrix instead). `also_observed`: matrix entries other processes of the session observed."""
     observed = observed_matrix(check)
+    for function, entries in (also_observed or {}).items():
+        observed[function] = sorted({*observed.get(function, []), *entries})
     mode = recording()
     if mode is not None:
         matrix = observed

@@ -63,6 +63,12 @@ from edgecron_cli.local import moto_transactions  # noqa: E402
 
 moto_transactions.install()
 
+# The local stack's moto speed-ups: the same answers (tests/unit/test_local_moto_speedups.py compares
+# them with moto's own code) in a fraction of the CPU; nothing here freezes time.
+from edgecron_cli.local import moto_speedups  # noqa: E402
+
+moto_speedups.install()
+
 # AWS fidelity: limits, index lag, TTL deletion (docs/local-stack.md, "What the emulator imitates") ---
 from edgecron_testing.aws_fidelity import IndexTime, install_for_tests  # noqa: E402
 

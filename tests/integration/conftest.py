@@ -6,10 +6,13 @@ imported here before any test module; this file adds the pytest side: fixtures a
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from edgecron import clock
+from edgecron_cli.local.iam import Denial
+from edgecron_cli.local.iam import observed_matrix as iam_observed_matrix
 from edgecron_testing import iam as iam_support
 from edgecron_testing.aws_fidelity import TtlDeletion
 from edgecron_testing.inprocess import (
@@ -78,8 +81,16 @@ def _no_access_denied() -> Iterator[None]:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """The session fails on any refused call and on calls the permission matrix does not list."""
-    problems = iam_support.session_problems(IAM)
+    """The session fails on any refused call and on calls the permission matrix does not list.
+
+    Under pytest-xdist each worker hands what its handlers called to the controller, which judges
+    (or, recording, writes) the matrix once for the whole run."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["iam_observed"] = iam_observed_matrix(IAM)  # labels: ARNs differ per worker
+        workeroutput["iam_denials"] = [denial.as_json() for denial in IAM.denials]
+        return
+    problems = iam_support.session_problems(IAM, WORKERS_OBSERVED)
     if problems:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
@@ -87,6 +98,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             for problem in problems:
                 reporter.write_line(problem, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+WORKERS_OBSERVED: dict[str, list[str]] = {}  # the permission matrix entries xdist workers observed
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """An xdist worker finished: its observed calls and refusals join the controller's check."""
+    output = getattr(node, "workeroutput", None) or {}
+    for function, entries in output.get("iam_observed", {}).items():
+        WORKERS_OBSERVED.setdefault(function, []).extend(entries)
+    IAM.denials.extend(Denial(**denial) for denial in output.get("iam_denials", []))
 
 
 @pytest.fixture(autouse=True)

@@ -72,23 +72,9 @@ def fan_out_pages(pump: Pump, *, drop: bool = True) -> tuple[int, int]:
     return pages, sent
 
 
-@pytest.fixture
-def faster_moto() -> Iterator[None]:
-    """The local stack's moto speed-ups (same answers, tests/unit/test_local_moto_speedups.py)."""
-    from edgecron_cli.local import moto_speedups
-
-    moto_speedups.install()
-    try:
-        yield
-    finally:
-        moto_speedups.uninstall()
-
-
 @pytest.mark.slow  # 10,000 conditional puts through in-process moto: minutes on a shared machine
 @pytest.mark.timeout(1800)
-def test_a_fire_for_10000_endpoints_is_created_and_fanned_out_in_bounded_pages(
-    pump: Pump, faster_moto: None
-) -> None:
+def test_a_fire_for_10000_endpoints_is_created_and_fanned_out_in_bounded_pages(pump: Pump) -> None:
     started = time.monotonic()
     fixed = clock.FixedClock(T0)
     clock.set_clock(fixed)

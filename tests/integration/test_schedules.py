@@ -125,22 +125,7 @@ def test_every_second_schedule_dispatches_each_fire_once(app_key: str, fixed: cl
 N_CONCURRENT = int(os.environ.get("EDGECRON_CONCURRENCY_SCHEDULES", "25"))
 
 
-@pytest.fixture
-def faster_moto() -> Iterator[None]:
-    """The local stack's moto speed-ups (same answers, tests/unit/test_local_moto_speedups.py), for the
-    one test whose size would otherwise take minutes."""
-    from edgecron_cli.local import moto_speedups
-
-    moto_speedups.install()
-    try:
-        yield
-    finally:
-        moto_speedups.uninstall()
-
-
-def test_eight_concurrent_scans_create_each_fire_and_run_once(
-    fixed: clock.FixedClock, faster_moto: None
-) -> None:
+def test_eight_concurrent_scans_create_each_fire_and_run_once(fixed: clock.FixedClock) -> None:
     app_id, key = new_app("concurrency")
     ep = endpoint(key)
     ids = []

@@ -182,27 +182,25 @@ def _trace_id() -> str | None:
     return root
 
 
-def _record(
+def _attempt_item(
     run: TaskRunModel, outcome: HttpOutcome | None, result: AttemptResult, decision: Decision, started_ms: int
-) -> None:
-    attempt_data.put(
-        AttemptModel(
-            run_id=run.run_id,
-            seq=int(run.total_attempts),
-            app_id=run.app_id,
-            attempt_no=int(run.attempt_count),
-            series=int(run.series),
-            request_id=uuid.uuid4().hex,
-            status_code=result.status_code,
-            latency_ms=outcome.latency_ms if outcome else 0,
-            response_summary=outcome.response_summary if outcome else None,
-            error=result.error,
-            error_kind=result.error_kind,
-            outcome=decision.outcome,
-            trace_id=_trace_id(),
-            started_at=started_ms,
-            expires_at=expires_at_s(started_ms),
-        )
+) -> AttemptModel:
+    return AttemptModel(
+        run_id=run.run_id,
+        seq=int(run.total_attempts),
+        app_id=run.app_id,
+        attempt_no=int(run.attempt_count),
+        series=int(run.series),
+        request_id=uuid.uuid4().hex,
+        status_code=result.status_code,
+        latency_ms=outcome.latency_ms if outcome else 0,
+        response_summary=outcome.response_summary if outcome else None,
+        error=result.error,
+        error_kind=result.error_kind,
+        outcome=decision.outcome,
+        trace_id=_trace_id(),
+        started_at=started_ms,
+        expires_at=expires_at_s(started_ms),
     )
 
 
@@ -252,7 +250,12 @@ def _conclude(
     policy = DEFAULT_POLICY if succeeded else resolve_spec(run.app_id, policy_id)  # no read on success
     decision = decide(result, int(run.attempt_count), policy, now, _rng.random())
     started_ms = now_ms - (outcome.latency_ms if outcome else 0)
-    _record(run, outcome, result, decision, started_ms)
+    attempt = _attempt_item(run, outcome, result, decision, started_ms)
+    # The first Attempt rides on the run's own update; any other is stored before it, so a crash
+    # between the two still leaves the Attempt (the run stays claimed and is taken over).
+    inline = attempt_data.as_record(attempt) if attempt_data.fits_in_run(attempt) else None
+    if inline is None:
+        attempt_data.put(attempt)
     if outcome is not None:
         millis(ATTEMPT_LATENCY_MS, outcome.latency_ms)
     error = None if decision.outcome == "success" else decision.reason
@@ -262,16 +265,33 @@ def _conclude(
         direct = (decision.delay_sec or 0) <= MAX_DELAY_SEC
         wake_ms = due_ms + get_settings().redispatch_after_sec * 1000 if direct else due_ms
         if run_data.schedule_retry(
-            run, due_ms, wake_ms, now_ms, status_code=result.status_code, error=error, error_kind=kind
+            run,
+            due_ms,
+            wake_ms,
+            now_ms,
+            status_code=result.status_code,
+            error=error,
+            error_kind=kind,
+            first_attempt=inline,
         ):
             count(RETRY_SCHEDULED)
             if direct:
                 send_deliveries(
                     [DeliveryMessage(run.run_id, run.app_id, (due_ms - now_ms) / 1000)], retry=True
                 )
+        elif inline is not None:
+            attempt_data.put(attempt)  # the run moved on meanwhile; the HTTP call still happened
         return DeliveryReport(run.run_id, "retry")
     status = {"success": st.SUCCESS, "failed": st.FAILED, "dead_letter": st.DEAD_LETTER}[decision.outcome]
-    if run_data.finish(run, status, now_ms, status_code=result.status_code, error=error, error_kind=kind):
+    if run_data.finish(
+        run,
+        status,
+        now_ms,
+        status_code=result.status_code,
+        error=error,
+        error_kind=kind,
+        first_attempt=inline,
+    ):
         count(
             {"success": DELIVERY_SUCCEEDED, "failed": DELIVERY_FAILED, "dead_letter": DEAD_LETTERED}[
                 decision.outcome
@@ -279,6 +299,8 @@ def _conclude(
         )
         after_run_finished(run, status, now_ms)
     else:
+        if inline is not None:
+            attempt_data.put(attempt)  # the run moved on meanwhile; the HTTP call still happened
         logger.warning("run changed while it was delivered", extra={"run_id": run.run_id})
     return DeliveryReport(run.run_id, decision.outcome)
 

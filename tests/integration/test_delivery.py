@@ -479,6 +479,58 @@ def test_signatures_verify_before_and_after_rotation(app_key: str, receiver: Rec
     assert len(after.headers["webhook-signature"].split(" ")) == 2
 
 
+def test_secrets_sealed_together_cost_one_kms_call_to_sign_with(
+    app_key: str, receiver: Receiver, pump: Pump
+) -> None:
+    """Envelope encryption: the API seals each secret with its container's data key, so a worker
+    signing for many Endpoints decrypts that one data key, not one secret per delivery."""
+    from edgecron.data.aws import client
+
+    kms_calls: list[str] = []
+
+    def seen(event_name: str, **_: object) -> None:
+        kms_calls.append(event_name.rsplit(".", 1)[-1])
+
+    events = client("kms").meta.events
+    events.register("before-call.kms", seen)
+    try:
+        endpoints = [make_endpoint(app_key, receiver.url(f"/env-{i}")) for i in range(4)]
+        for ep in endpoints:
+            create_run(app_key, ep["id"])
+        pump.deliveries()
+    finally:
+        events.unregister("before-call.kms", seen)
+    for i, ep in enumerate(endpoints):
+        [request] = receiver.received(f"/env-{i}")
+        verify(ep["secret"], request)
+    assert "Encrypt" not in kms_calls
+    assert kms_calls.count("GenerateDataKey") <= 1 and kms_calls.count("Decrypt") <= 1, kms_calls
+
+
+def test_a_secret_sealed_by_kms_alone_still_signs(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    """Secrets stored before data keys (`kms:` + a KMS ciphertext) keep working."""
+    import base64
+
+    from edgecron.config import get_settings
+    from edgecron.data import secret_box
+    from edgecron.data.aws import client
+    from edgecron.data.models import EndpointModel
+
+    ep = make_endpoint(app_key, receiver.url("/legacy"))
+    stored = next(e for e in EndpointModel.scan() if e.endpoint_id == ep["id"])
+    blob = client("kms").encrypt(
+        KeyId=get_settings().secrets_kms_key_id,
+        Plaintext=str(ep["secret"]).encode(),
+        EncryptionContext=secret_box.CONTEXT,
+    )["CiphertextBlob"]
+    stored.secrets[0].secret = secret_box.PREFIX + base64.b64encode(blob).decode()
+    stored.save()
+    create_run(app_key, ep["id"])
+    pump.deliveries()
+    [request] = receiver.received("/legacy")
+    verify(ep["secret"], request)
+
+
 def test_inactive_or_deleted_endpoint_is_a_terminal_failure(
     app_key: str, receiver: Receiver, pump: Pump
 ) -> None:

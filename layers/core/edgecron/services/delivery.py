@@ -22,9 +22,10 @@ from edgecron.data import attempts as attempt_data
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import runs as run_data
 from edgecron.data.expiry import expires_at_s
-from edgecron.data.models import AttemptModel, EndpointModel, TaskRunModel
+from edgecron.data.models import EndpointModel, TaskRunModel
 from edgecron.data.queues import MAX_DELAY_SEC, DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
+from edgecron.domain.attempts import Attempt
 from edgecron.domain.http_headers import header_problem, is_reserved
 from edgecron.domain.outcome import AttemptResult, Decision, decide
 from edgecron.domain.retry import DEFAULT_POLICY
@@ -182,10 +183,10 @@ def _trace_id() -> str | None:
     return root
 
 
-def _attempt_item(
+def _attempt_of(
     run: TaskRunModel, outcome: HttpOutcome | None, result: AttemptResult, decision: Decision, started_ms: int
-) -> AttemptModel:
-    return AttemptModel(
+) -> Attempt:
+    return Attempt(
         run_id=run.run_id,
         seq=int(run.total_attempts),
         app_id=run.app_id,
@@ -216,7 +217,7 @@ def record_lost_attempt(run: TaskRunModel, seq: int, attempt_no: int, now_ms: in
     if seq < 1 or attempt_no < 1:
         return
     attempt_data.put(
-        AttemptModel(
+        Attempt(
             run_id=run.run_id,
             seq=seq,
             app_id=run.app_id,
@@ -225,6 +226,7 @@ def record_lost_attempt(run: TaskRunModel, seq: int, attempt_no: int, now_ms: in
             request_id=uuid.uuid4().hex,
             status_code=None,
             latency_ms=0,
+            response_summary=None,
             error=LOST_ATTEMPT_ERROR,
             error_kind=ErrorKind.WORKER_LOST,
             outcome="retry",
@@ -250,7 +252,7 @@ def _conclude(
     policy = DEFAULT_POLICY if succeeded else resolve_spec(run.app_id, policy_id)  # no read on success
     decision = decide(result, int(run.attempt_count), policy, now, _rng.random())
     started_ms = now_ms - (outcome.latency_ms if outcome else 0)
-    attempt = _attempt_item(run, outcome, result, decision, started_ms)
+    attempt = _attempt_of(run, outcome, result, decision, started_ms)
     # The first Attempt rides on the run's own update; any other is stored before it, so a crash
     # between the two still leaves the Attempt (the run stays claimed and is taken over).
     inline = attempt_data.as_record(attempt) if attempt_data.fits_in_run(attempt) else None

@@ -259,13 +259,12 @@ def test_a_wrong_method_on_a_known_path_is_405(app_key: str) -> None:
 
 
 def test_signing_secrets_are_encrypted_at_rest_with_kms(app_key: str) -> None:
+    from edgecron.data import secret_box
     from edgecron.data.models import EndpointModel
 
     created = call_api("POST", "/v1/endpoints", key=app_key, body=EP).body
     stored = next(e for e in EndpointModel.scan() if e.endpoint_id == created["id"])
     sealed = stored.secrets[0].secret
-    assert sealed.startswith("kms:") and created["secret"] not in sealed
+    assert sealed.startswith(secret_box.ENVELOPE) and created["secret"] not in sealed
     assert created["secret"].removeprefix("whsec_") not in sealed
-    from edgecron.data import secret_box
-
     assert secret_box.unseal(sealed) == created["secret"]

@@ -97,6 +97,60 @@ def test_500_500_200_retries_then_succeeds_with_a_stable_webhook_id(
     assert 0.9 <= gap < 4, gap  # the 1 s fixed backoff, not the 300 s default
 
 
+def test_a_first_attempt_that_succeeds_is_kept_in_the_run_item(
+    app_key: str, receiver: Receiver, pump: Pump
+) -> None:
+    """The first Attempt rides on the run's result update: no Attempt item, one write less."""
+    from edgecron.data.models import AttemptModel
+
+    ep = make_endpoint(app_key, receiver.url("/inline"))
+    run = create_run(app_key, ep["id"])
+    pump.deliveries()
+    assert list(AttemptModel.query(str(run["id"]), consistent_read=True)) == []
+    stored = run_data.get(str(run["id"]), consistent=True)
+    assert stored is not None and stored.first_attempt is not None and stored.first_attempt.status_code == 200
+    [attempt] = attempts(app_key, run["id"])
+    assert (attempt["sequence"], attempt["status_code"], attempt["outcome"]) == (1, 200, "success")
+    assert attempt["response_summary"] == "ok"
+
+
+def test_a_large_first_response_is_an_attempt_item(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    """A summary too large for the run item goes to the Attempts table, listed the same way."""
+    from edgecron.data.models import AttemptModel
+
+    receiver.script("/large", Reply(200, body=b"y" * 900))
+    ep = make_endpoint(app_key, receiver.url("/large"))
+    run = create_run(app_key, ep["id"])
+    pump.deliveries()
+    stored = run_data.get(str(run["id"]), consistent=True)
+    assert stored is not None and stored.first_attempt is None
+    assert [int(a.seq) for a in AttemptModel.query(str(run["id"]), consistent_read=True)] == [1]
+    [attempt] = attempts(app_key, run["id"])
+    assert attempt["sequence"] == 1 and str(attempt["response_summary"]).startswith("yyy")
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 50])
+def test_attempt_pages_list_every_attempt_once_in_order(
+    limit: int, app_key: str, receiver: Receiver, pump: Pump
+) -> None:
+    """The first Attempt (in the run item) and the later ones (Attempts table) page as one list."""
+    receiver.script("/pages", Reply(500), Reply(503), Reply(200))
+    ep = make_endpoint(app_key, receiver.url("/pages"), retry_policy_id=fast_policy(app_key))
+    run = create_run(app_key, ep["id"])
+    pump.deliveries(quiet_for=2.5)
+    seen: list[int] = []
+    cursor: str | None = None
+    for _ in range(10):
+        query = {"limit": str(limit)} | ({"cursor": cursor} if cursor else {})
+        body = call_api("GET", f"/v1/task-runs/{run['id']}/attempts", key=app_key, query=query).body
+        assert len(body["data"]) <= limit
+        seen.extend(int(a["sequence"]) for a in body["data"])
+        cursor = body["next_cursor"]
+        if not cursor:
+            break
+    assert seen == [1, 2, 3]
+
+
 def test_400_is_terminal_after_one_attempt(app_key: str, receiver: Receiver, pump: Pump) -> None:
     receiver.script("/bad", Reply(400, b'{"error":"nope"}'))
     ep = make_endpoint(app_key, receiver.url("/bad"), retry_policy_id=fast_policy(app_key))
@@ -271,12 +325,13 @@ class WorkerDied(BaseException):
     """Stands for a Lambda runtime killed mid-invocation: nothing after the HTTP call runs."""
 
 
-def _deliver_then_die(run_id: str, monkeypatch: pytest.MonkeyPatch, *, after_record: bool = False) -> None:
-    """Run the real delivery of `run_id` (claim, signed HTTP call) and die before its result is stored:
-    before the Attempt is recorded, or (`after_record`) between the Attempt and the run's update."""
+def _deliver_then_die(run_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the real delivery of `run_id` (claim, signed HTTP call) and die before the run's update that
+    stores its result. A first Attempt that fits in the run item rides on that update, so it is lost
+    with it; a larger one is stored in the Attempts table before it, and survives."""
     from edgecron.services import delivery
 
-    target = (delivery.run_data, "finish") if after_record else (delivery, "_record")
+    target = (delivery.run_data, "finish")
 
     def die(*args: object, **kwargs: object) -> None:
         raise WorkerDied
@@ -343,8 +398,10 @@ def test_a_redelivered_message_takes_over_an_expired_claim(
 ) -> None:
     """On AWS the dead worker's message comes back after the visibility timeout and a worker takes the
     expired claim over: it records the lost attempt, unless the dead worker had recorded it already."""
+    if after_record:  # a response too large to keep in the run item: the Attempt is stored first
+        receiver.script("/takeover", Reply(200, body=b"x" * 600), Reply(200))
     fixed, run_id = _run_whose_message_is_lost(app_key, receiver.url("/takeover"))
-    _deliver_then_die(run_id, monkeypatch, after_record=after_record)
+    _deliver_then_die(run_id, monkeypatch)
     message = {
         "MessageId": "m1",
         "ReceiptHandle": "r1",
@@ -420,6 +477,58 @@ def test_signatures_verify_before_and_after_rotation(app_key: str, receiver: Rec
     with pytest.raises(Exception):
         verify(rotated["secret"], before)
     assert len(after.headers["webhook-signature"].split(" ")) == 2
+
+
+def test_secrets_sealed_together_cost_one_kms_call_to_sign_with(
+    app_key: str, receiver: Receiver, pump: Pump
+) -> None:
+    """Envelope encryption: the API seals each secret with its container's data key, so a worker
+    signing for many Endpoints decrypts that one data key, not one secret per delivery."""
+    from edgecron.data.aws import client
+
+    kms_calls: list[str] = []
+
+    def seen(event_name: str, **_: object) -> None:
+        kms_calls.append(event_name.rsplit(".", 1)[-1])
+
+    events = client("kms").meta.events
+    events.register("before-call.kms", seen)
+    try:
+        endpoints = [make_endpoint(app_key, receiver.url(f"/env-{i}")) for i in range(4)]
+        for ep in endpoints:
+            create_run(app_key, ep["id"])
+        pump.deliveries()
+    finally:
+        events.unregister("before-call.kms", seen)
+    for i, ep in enumerate(endpoints):
+        [request] = receiver.received(f"/env-{i}")
+        verify(ep["secret"], request)
+    assert "Encrypt" not in kms_calls
+    assert kms_calls.count("GenerateDataKey") <= 1 and kms_calls.count("Decrypt") <= 1, kms_calls
+
+
+def test_a_secret_sealed_by_kms_alone_still_signs(app_key: str, receiver: Receiver, pump: Pump) -> None:
+    """Secrets stored before data keys (`kms:` + a KMS ciphertext) keep working."""
+    import base64
+
+    from edgecron.config import get_settings
+    from edgecron.data import secret_box
+    from edgecron.data.aws import client
+    from edgecron.data.models import EndpointModel
+
+    ep = make_endpoint(app_key, receiver.url("/legacy"))
+    stored = next(e for e in EndpointModel.scan() if e.endpoint_id == ep["id"])
+    blob = client("kms").encrypt(
+        KeyId=get_settings().secrets_kms_key_id,
+        Plaintext=str(ep["secret"]).encode(),
+        EncryptionContext=secret_box.CONTEXT,
+    )["CiphertextBlob"]
+    stored.secrets[0].secret = secret_box.PREFIX + base64.b64encode(blob).decode()
+    stored.save()
+    create_run(app_key, ep["id"])
+    pump.deliveries()
+    [request] = receiver.received("/legacy")
+    verify(ep["secret"], request)
 
 
 def test_inactive_or_deleted_endpoint_is_a_terminal_failure(

@@ -37,10 +37,11 @@ from hypothesis.stateful import (
 )
 
 from edgecron import clock
+from edgecron.data import attempts as attempt_data
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import AttemptModel, FireModel
+from edgecron.data.models import FireModel
 from edgecron.domain import cron
 from edgecron.services import delivery, scan
 from edgecron_testing.harness import call_api
@@ -404,7 +405,7 @@ class ScheduleMachine(RuleBasedStateMachine):
             calls[request.headers.get("webhook-id", "")] += 1
         for run in run_data.get_many(sorted(calls)):
             n = calls[run.run_id]
-            attempts = list(AttemptModel.query(run.run_id, consistent_read=True))
+            attempts = attempt_data.all_of(run.run_id)
             recorded = [a for a in attempts if a.error_kind != "worker_lost"]
             in_flight = 1 if run.status == "running" else 0
             assert len(recorded) <= n <= len(attempts) + in_flight, (

@@ -216,6 +216,24 @@ class DeadLetterIndex(GlobalSecondaryIndex["TaskRunModel"]):
     dead_key = UnicodeAttribute(range_key=True)
 
 
+class AttemptRecord(MapAttribute[str, Any]):
+    """A run's first Attempt, written into the run item by the same update that stores its result,
+    so a delivery that succeeds at once writes no Attempt item (data/attempts.py)."""
+
+    seq = NumberAttribute()
+    attempt_no = NumberAttribute()
+    series = NumberAttribute(default=1)
+    request_id = UnicodeAttribute()
+    status_code = NumberAttribute(null=True)
+    latency_ms = NumberAttribute()
+    response_summary = UnicodeAttribute(null=True)
+    error = UnicodeAttribute(null=True)
+    error_kind = UnicodeAttribute(null=True)
+    outcome = UnicodeAttribute()
+    trace_id = UnicodeAttribute(null=True)
+    started_at = NumberAttribute()
+
+
 class TaskRunModel(Model):
     class Meta:
         table_name = _table("task_runs_table")
@@ -251,6 +269,7 @@ class TaskRunModel(Model):
     dl_app_id = UnicodeAttribute(null=True)
     dead_key = UnicodeAttribute(null=True)
     expires_at = NumberAttribute(null=True)
+    first_attempt = AttemptRecord(null=True)  # attempt seq 1 when it fits (data/attempts.py)
     wake = WakeIndex()
     by_app = ByAppIndex()
     dead_letters = DeadLetterIndex()

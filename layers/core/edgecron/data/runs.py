@@ -16,7 +16,7 @@ from edgecron import ids
 from edgecron.config import get_settings
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import is_alive, run_expires_at_s
-from edgecron.data.models import TaskRunModel
+from edgecron.data.models import AttemptRecord, TaskRunModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain import run_states as st
 from edgecron.domain.run_listing import BATCH_GET_MAX, MAX_KEYS_PER_PAGE, RunFilter, collect_page
@@ -174,9 +174,12 @@ def finish(
     status_code: int | None = None,
     error: str | None = None,
     error_kind: str | None = None,
+    first_attempt: AttemptRecord | None = None,
 ) -> bool:
-    """End the claimed run: success, failed or dead_letter."""
+    """End the claimed run: success, failed or dead_letter (with its first Attempt, if given)."""
     actions = _terminal_actions(status, now_ms) + _result_actions(status_code, error, error_kind)
+    if first_attempt is not None:
+        actions.append(M.first_attempt.set(first_attempt))
     if status == st.DEAD_LETTER:
         actions += [M.dl_app_id.set(run.app_id), M.dead_key.set(created_key(now_ms, run.run_id))]
     return update_if(run, actions, _owned(run))
@@ -191,8 +194,10 @@ def schedule_retry(
     status_code: int | None,
     error: str | None,
     error_kind: str | None,
+    first_attempt: AttemptRecord | None = None,
 ) -> bool:
-    """Store the retry (status, due time, wake time) before any message announces it."""
+    """Store the retry (status, due time, wake time) before any message announces it, with the
+    run's first Attempt if given."""
     actions = [
         M.status.set(st.RETRY_SCHEDULED),
         M.next_retry_at.set(due_ms),
@@ -204,6 +209,8 @@ def schedule_retry(
         M.expires_at.set(run_expires_at_s(now_ms, due_ms)),
         *_result_actions(status_code, error, error_kind),
     ]
+    if first_attempt is not None:
+        actions.append(M.first_attempt.set(first_attempt))
     return update_if(run, actions, _owned(run))
 
 

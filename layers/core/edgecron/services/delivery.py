@@ -22,9 +22,10 @@ from edgecron.data import attempts as attempt_data
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import runs as run_data
 from edgecron.data.expiry import expires_at_s
-from edgecron.data.models import AttemptModel, EndpointModel, TaskRunModel
+from edgecron.data.models import EndpointModel, TaskRunModel
 from edgecron.data.queues import MAX_DELAY_SEC, DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
+from edgecron.domain.attempts import Attempt
 from edgecron.domain.http_headers import header_problem, is_reserved
 from edgecron.domain.outcome import AttemptResult, Decision, decide
 from edgecron.domain.retry import DEFAULT_POLICY
@@ -182,27 +183,25 @@ def _trace_id() -> str | None:
     return root
 
 
-def _record(
+def _attempt_of(
     run: TaskRunModel, outcome: HttpOutcome | None, result: AttemptResult, decision: Decision, started_ms: int
-) -> None:
-    attempt_data.put(
-        AttemptModel(
-            run_id=run.run_id,
-            seq=int(run.total_attempts),
-            app_id=run.app_id,
-            attempt_no=int(run.attempt_count),
-            series=int(run.series),
-            request_id=uuid.uuid4().hex,
-            status_code=result.status_code,
-            latency_ms=outcome.latency_ms if outcome else 0,
-            response_summary=outcome.response_summary if outcome else None,
-            error=result.error,
-            error_kind=result.error_kind,
-            outcome=decision.outcome,
-            trace_id=_trace_id(),
-            started_at=started_ms,
-            expires_at=expires_at_s(started_ms),
-        )
+) -> Attempt:
+    return Attempt(
+        run_id=run.run_id,
+        seq=int(run.total_attempts),
+        app_id=run.app_id,
+        attempt_no=int(run.attempt_count),
+        series=int(run.series),
+        request_id=uuid.uuid4().hex,
+        status_code=result.status_code,
+        latency_ms=outcome.latency_ms if outcome else 0,
+        response_summary=outcome.response_summary if outcome else None,
+        error=result.error,
+        error_kind=result.error_kind,
+        outcome=decision.outcome,
+        trace_id=_trace_id(),
+        started_at=started_ms,
+        expires_at=expires_at_s(started_ms),
     )
 
 
@@ -218,7 +217,7 @@ def record_lost_attempt(run: TaskRunModel, seq: int, attempt_no: int, now_ms: in
     if seq < 1 or attempt_no < 1:
         return
     attempt_data.put(
-        AttemptModel(
+        Attempt(
             run_id=run.run_id,
             seq=seq,
             app_id=run.app_id,
@@ -227,6 +226,7 @@ def record_lost_attempt(run: TaskRunModel, seq: int, attempt_no: int, now_ms: in
             request_id=uuid.uuid4().hex,
             status_code=None,
             latency_ms=0,
+            response_summary=None,
             error=LOST_ATTEMPT_ERROR,
             error_kind=ErrorKind.WORKER_LOST,
             outcome="retry",
@@ -252,7 +252,12 @@ def _conclude(
     policy = DEFAULT_POLICY if succeeded else resolve_spec(run.app_id, policy_id)  # no read on success
     decision = decide(result, int(run.attempt_count), policy, now, _rng.random())
     started_ms = now_ms - (outcome.latency_ms if outcome else 0)
-    _record(run, outcome, result, decision, started_ms)
+    attempt = _attempt_of(run, outcome, result, decision, started_ms)
+    # The first Attempt rides on the run's own update; any other is stored before it, so a crash
+    # between the two still leaves the Attempt (the run stays claimed and is taken over).
+    inline = attempt_data.as_record(attempt) if attempt_data.fits_in_run(attempt) else None
+    if inline is None:
+        attempt_data.put(attempt)
     if outcome is not None:
         millis(ATTEMPT_LATENCY_MS, outcome.latency_ms)
     error = None if decision.outcome == "success" else decision.reason
@@ -262,16 +267,33 @@ def _conclude(
         direct = (decision.delay_sec or 0) <= MAX_DELAY_SEC
         wake_ms = due_ms + get_settings().redispatch_after_sec * 1000 if direct else due_ms
         if run_data.schedule_retry(
-            run, due_ms, wake_ms, now_ms, status_code=result.status_code, error=error, error_kind=kind
+            run,
+            due_ms,
+            wake_ms,
+            now_ms,
+            status_code=result.status_code,
+            error=error,
+            error_kind=kind,
+            first_attempt=inline,
         ):
             count(RETRY_SCHEDULED)
             if direct:
                 send_deliveries(
                     [DeliveryMessage(run.run_id, run.app_id, (due_ms - now_ms) / 1000)], retry=True
                 )
+        elif inline is not None:
+            attempt_data.put(attempt)  # the run moved on meanwhile; the HTTP call still happened
         return DeliveryReport(run.run_id, "retry")
     status = {"success": st.SUCCESS, "failed": st.FAILED, "dead_letter": st.DEAD_LETTER}[decision.outcome]
-    if run_data.finish(run, status, now_ms, status_code=result.status_code, error=error, error_kind=kind):
+    if run_data.finish(
+        run,
+        status,
+        now_ms,
+        status_code=result.status_code,
+        error=error,
+        error_kind=kind,
+        first_attempt=inline,
+    ):
         count(
             {"success": DELIVERY_SUCCEEDED, "failed": DELIVERY_FAILED, "dead_letter": DEAD_LETTERED}[
                 decision.outcome
@@ -279,6 +301,8 @@ def _conclude(
         )
         after_run_finished(run, status, now_ms)
     else:
+        if inline is not None:
+            attempt_data.put(attempt)  # the run moved on meanwhile; the HTTP call still happened
         logger.warning("run changed while it was delivered", extra={"run_id": run.run_id})
     return DeliveryReport(run.run_id, decision.outcome)
 

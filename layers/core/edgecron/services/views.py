@@ -7,7 +7,6 @@ from typing import Any
 from edgecron.clock import iso_ms
 from edgecron.data.models import (
     AppModel,
-    AttemptModel,
     EndpointModel,
     FireModel,
     NotificationModel,
@@ -15,6 +14,7 @@ from edgecron.data.models import (
     ScheduleModel,
     TaskRunModel,
 )
+from edgecron.domain.attempts import Attempt
 
 
 def app_view(app: AppModel) -> dict[str, Any]:
@@ -81,7 +81,7 @@ def run_view(run: TaskRunModel, *, with_payload: bool = True) -> dict[str, Any]:
     return view
 
 
-def attempt_view(a: AttemptModel) -> dict[str, Any]:
+def attempt_view(a: Attempt) -> dict[str, Any]:
     return {
         "attempt_number": int(a.attempt_no),
         "series": int(a.series),

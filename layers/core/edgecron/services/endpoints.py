@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from edgecron import ids
 from edgecron.data import endpoints as data
 from edgecron.data import retry_policies as policy_data
 from edgecron.data import secret_box
 from edgecron.data.conditional import SAVE_ATTEMPTS
 from edgecron.data.models import EndpointModel, SigningSecret
+from edgecron.data.paging import Page
 from edgecron.domain.signing import new_secret
 from edgecron.errors import ConcurrentUpdate, NotFound, ParamInvalid
 from edgecron.schemas.endpoints import EndpointCreate, EndpointUpdate
@@ -47,6 +50,14 @@ def create(
     )
     data.put_new(endpoint)
     return endpoint, secret
+
+
+def find(app_id: str, endpoint_id: str, *, consistent: bool = False) -> EndpointModel | None:
+    return data.get(app_id, endpoint_id, consistent=consistent)
+
+
+def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[EndpointModel]:
+    return data.list_page(app_id, limit, cursor)
 
 
 def get(app_id: str, endpoint_id: str, *, consistent: bool = False) -> EndpointModel:

@@ -86,6 +86,11 @@ def get(app_id: str, event_id: str, now_ms: int) -> EventModel:
     return event
 
 
+def matched(event: EventModel) -> int:
+    """How many Endpoints the fan-out matched so far."""
+    return data.matched(event)
+
+
 def list_page(
     app_id: str,
     limit: int,

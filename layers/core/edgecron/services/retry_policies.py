@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from edgecron import ids
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import retry_policies as data
 from edgecron.data.conditional import SAVE_ATTEMPTS
 from edgecron.data.models import RetryPolicyModel
+from edgecron.data.paging import Page
 from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
 from edgecron.domain.vocabulary import RetryStrategy
 from edgecron.errors import ConcurrentUpdate, Conflict, NotFound, ParamInvalid
@@ -46,6 +49,14 @@ def create(
     )
     data.put_new(policy)
     return policy
+
+
+def find(app_id: str, policy_id: str, *, consistent: bool = False) -> RetryPolicyModel | None:
+    return data.get(app_id, policy_id, consistent=consistent)
+
+
+def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[RetryPolicyModel]:
+    return data.list_page(app_id, limit, cursor)
 
 
 def get(app_id: str, policy_id: str, *, consistent: bool = False) -> RetryPolicyModel:

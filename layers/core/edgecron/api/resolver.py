@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from edgecron import __version__
 from edgecron.api.context import set_app_id, set_time_left
+from edgecron.api.links import add_links
 from edgecron.api.responses import error_response, json_response
 from edgecron.api.routes import account, apps, endpoints, events, retry_policies, schedules, task_runs
 from edgecron.errors import ApiError, NotFound, ParamInvalid, PayloadTooLarge, Unauthorized
@@ -243,7 +244,8 @@ def _route_table(api: APIGatewayHttpResolver) -> list[tuple[re.Pattern[str], set
 
 def openapi_json(api: APIGatewayHttpResolver) -> str:
     """The OpenAPI document, corrected where Powertools' generator does not describe this API: invalid
-    requests answer 400 in the error format (never 422), and 204 answers have no body."""
+    requests answer 400 in the error format (never 422), and 204 answers have no body; each create
+    links to the operations on what it made (api/links.py)."""
     document = json.loads(_raw_openapi(api))
     for operations in document.get("paths", {}).values():
         for operation in operations.values():
@@ -253,6 +255,7 @@ def openapi_json(api: APIGatewayHttpResolver) -> str:
                 responses["204"].pop("content", None)
     document.get("components", {}).get("schemas", {}).pop("HTTPValidationError", None)
     document.get("components", {}).get("schemas", {}).pop("ValidationError", None)
+    add_links(document)
     return json.dumps(document)
 
 

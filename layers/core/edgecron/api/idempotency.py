@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from edgecron import clock, ids
 from edgecron.api.context import time_left_ms
 from edgecron.data import idempotency as store
+from edgecron.domain.idempotency import DONE, Stored
 from edgecron.errors import Conflict, ParamInvalid
 
 IdempotencyKey = Annotated[
@@ -59,7 +60,7 @@ def run_once[Out: BaseModel](
     idem_key = f"{app_id}#{scope}#{key}"
     request_hash = hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()
     claimed = store.claim(idem_key, request_hash, now_ms, time_left_ms())
-    if isinstance(claimed, store.Stored):
+    if isinstance(claimed, Stored):
         return _replay(claimed, request_hash)
     object_id = ids.keyed_id(prefix, claimed.first_ms, idem_key)
     answer = recover(object_id) if claimed.taken_over else None
@@ -74,14 +75,14 @@ def run_once[Out: BaseModel](
     return _answer(status, answer)
 
 
-def _replay(existing: store.Stored, request_hash: str) -> Response[Any]:
+def _replay(existing: Stored, request_hash: str) -> Response[Any]:
     if existing.request_hash != request_hash:
         raise Conflict(
             "Idempotency-Key was already used with a different request",
             "Idempotency-Key",
             code="IDEMPOTENCY_KEY_REUSED",
         )
-    if existing.status != store.DONE or existing.response_body is None:
+    if existing.status != DONE or existing.response_body is None:
         raise Conflict(
             "a request with this Idempotency-Key is still in progress",
             "Idempotency-Key",

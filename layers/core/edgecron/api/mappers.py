@@ -7,13 +7,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from edgecron.clock import iso_ms
+from edgecron.domain.apps import App
+from edgecron.domain.endpoints import Endpoint
+from edgecron.domain.retry_policies import RetryPolicy
 from edgecron.domain.vocabulary import (
     ErrorKind,
     FanoutStatus,
     FireStatus,
-    HttpMethod,
     MissedPolicy,
-    RetryStrategy,
     RunStatus,
     ScheduleStatus,
     Source,
@@ -34,55 +35,55 @@ def _kind(value: Any) -> ErrorKind | None:
     return ErrorKind(value) if value else None
 
 
-def app_out(app: Any) -> AppOut:
+def app_out(app: App) -> AppOut:
     return AppOut(
         id=app.app_id,
         name=app.name,
-        monthly_quota=_int(app.monthly_quota),
+        monthly_quota=app.monthly_quota,
         created_at=iso_ms(app.created_at) or "",
     )
 
 
-def app_created(app: Any, api_key: str) -> AppCreated:
+def app_created(app: App, api_key: str) -> AppCreated:
     return AppCreated(app=app_out(app), api_key=api_key)
 
 
-def _endpoint_fields(ep: Any) -> dict[str, Any]:
+def _endpoint_fields(ep: Endpoint) -> dict[str, Any]:
     return {
         "id": ep.endpoint_id,
         "url": ep.url,
         "description": ep.description,
-        "method": HttpMethod(ep.method),
+        "method": ep.method,
         "headers": dict(ep.headers or {}),
-        "timeout_ms": int(ep.timeout_ms),
+        "timeout_ms": ep.timeout_ms,
         "retry_policy_id": ep.retry_policy_id,
-        "filter_events": list(ep.filter_events or []),
-        "active": bool(ep.active),
+        "filter_events": list(ep.filter_events),
+        "active": ep.active,
         "created_at": iso_ms(ep.created_at) or "",
         "updated_at": iso_ms(ep.updated_at) or "",
     }
 
 
-def endpoint_out(ep: Any) -> EndpointOut:
+def endpoint_out(ep: Endpoint) -> EndpointOut:
     return EndpointOut(**_endpoint_fields(ep))
 
 
-def endpoint_with_secret(ep: Any, secret: str | None) -> EndpointWithSecret:
+def endpoint_with_secret(ep: Endpoint, secret: str | None) -> EndpointWithSecret:
     """The one answer that shows a signing secret; None leaves the field out."""
     if secret is None:
         return EndpointWithSecret(**_endpoint_fields(ep))
     return EndpointWithSecret(**_endpoint_fields(ep), secret=secret)
 
 
-def retry_policy_out(p: Any) -> RetryPolicyOut:
+def retry_policy_out(p: RetryPolicy) -> RetryPolicyOut:
     return RetryPolicyOut(
         id=p.policy_id,
         name=p.name,
-        strategy=RetryStrategy(p.strategy),
-        max_attempts=int(p.max_attempts),
-        base_delay_sec=int(p.base_delay_sec),
-        max_delay_sec=int(p.max_delay_sec),
-        jitter=bool(p.jitter),
+        strategy=p.strategy,
+        max_attempts=p.max_attempts,
+        base_delay_sec=p.base_delay_sec,
+        max_delay_sec=p.max_delay_sec,
+        jitter=p.jitter,
         created_at=iso_ms(p.created_at),
         updated_at=iso_ms(p.updated_at),
     )

@@ -7,8 +7,9 @@ from typing import Any
 from edgecron.config import get_settings
 from edgecron.data import apps as data
 from edgecron.data import notifications as notification_data
-from edgecron.data.models import AppModel, NotificationModel
+from edgecron.data.models import NotificationModel
 from edgecron.data.paging import Page
+from edgecron.domain.apps import App
 from edgecron.errors import NotFound
 from edgecron.services import usage
 
@@ -22,22 +23,23 @@ def is_admin_key(key: str) -> bool:
     return data.is_admin_key(key, get_settings().admin_key_secret_arn)
 
 
-def create(name: str, now_ms: int, monthly_quota: int | None) -> tuple[AppModel, str]:
+def create(name: str, now_ms: int, monthly_quota: int | None) -> tuple[App, str]:
     """A new App and its first API key, shown once."""
     return data.create_app(name, now_ms, monthly_quota)
 
 
-def set_quota(app_id: str, monthly_quota: int | None) -> AppModel:
-    if data.get_app(app_id) is None:
+def set_quota(app_id: str, monthly_quota: int | None) -> App:
+    app = data.set_quota(app_id, monthly_quota)
+    if app is None:
         raise NotFound(f"app {app_id} not found", "app_id")
-    return data.set_quota(app_id, monthly_quota)
+    return app
 
 
 def usage_of(app_id: str, month: str | None, now_ms: int) -> tuple[str, dict[str, int], int | None]:
     """(month, counts by kind and total, the App's monthly quota) for `month`, default this one."""
     month = month or usage.month_of(now_ms)
     app = data.get_app(app_id)
-    quota = int(app.monthly_quota) if app and app.monthly_quota is not None else None
+    quota = app.monthly_quota if app else None
     return month, usage.usage_of(app_id, month), quota
 
 

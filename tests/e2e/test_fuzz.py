@@ -1,5 +1,6 @@
 """API fuzzing: schemathesis against the served /openapi.json of the local stack. Zero server errors,
-and every response conforms to the documented status codes, content types and schemas."""
+and every response conforms to the documented status codes, content types and schemas; the stateful
+phase follows the document's links from each create to the operations on what it made."""
 
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ from edgecron_testing.local_stack import LocalStackProcess
 
 MAX_EXAMPLES = os.environ.get("EDGECRON_FUZZ_EXAMPLES", "10")
 # positive_data_acceptance: some valid-by-schema values are refused on purpose (a cron that never
-# fires, an unknown time zone, a URL the SSRF guard refuses). ignored_auth / use_after_free /
-# ensure_resource_availability need stateful links between operations, which this run does not set up.
-EXCLUDED = "positive_data_acceptance,ignored_auth,use_after_free,ensure_resource_availability"
+# fires, an unknown time zone, a URL the SSRF guard refuses).
+EXCLUDED = "positive_data_acceptance"
 
 
 def test_schemathesis_finds_no_failure(local_stack: LocalStackProcess, tmp_path: Path) -> None:
@@ -42,7 +42,7 @@ def test_schemathesis_finds_no_failure(local_stack: LocalStackProcess, tmp_path:
             "2",
             "--generation-deterministic",
             "--phases",
-            "examples,coverage,fuzzing",
+            "examples,coverage,fuzzing,stateful",
             "--request-timeout",
             "30",
             "--report-dir",

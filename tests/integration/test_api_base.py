@@ -268,3 +268,32 @@ def test_signing_secrets_are_encrypted_at_rest_with_kms(app_key: str) -> None:
     assert sealed.startswith(secret_box.ENVELOPE) and created["secret"] not in sealed
     assert created["secret"].removeprefix("whsec_") not in sealed
     assert secret_box.unseal(sealed) == created["secret"]
+
+
+def test_a_body_that_is_not_utf8_is_a_400_for_a_caller_with_a_key_and_a_401_without(app_key: str) -> None:
+    """The body is read by request validation before any route code; an unreadable one still
+    answers in the error format, and only to a caller with a key."""
+    import base64
+
+    from tests.support.harness import api_event, invoke, response_body
+
+    def send(key: str | None) -> tuple[int, object]:
+        event = api_event(
+            "POST", "/v1/endpoints", key=key, raw_body=base64.b64encode(b'{"url": "\xff"}').decode()
+        )
+        event["isBase64Encoded"] = True
+        result = invoke("api", event)
+        return int(result["statusCode"]), response_body(result)
+
+    assert send(None)[0] == 401
+    status, body = send(app_key)
+    assert (status, body) == (
+        400,
+        {
+            "error": {
+                "code": "PARAM_INVALID",
+                "message": "request body is not valid UTF-8 JSON",
+                "field": "body",
+            }
+        },
+    )

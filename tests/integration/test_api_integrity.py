@@ -4,6 +4,7 @@ bounded, strictly typed bodies."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -344,8 +345,7 @@ def test_a_stale_endpoint_save_changes_nothing(app_key: str) -> None:
     stale = endpoint_data.get(resp_app_id(app_key), ep["id"])
     assert stale is not None
     rotated = call_api("POST", f"/v1/endpoints/{ep['id']}/rotate-secret", key=app_key).body["secret"]
-    stale.description = "stale"
-    assert not endpoint_data.save(stale)
+    assert not endpoint_data.save(dataclasses.replace(stale, description="stale"))
     fresh = endpoint_data.get(resp_app_id(app_key), ep["id"])
     assert fresh is not None and fresh.description is None
     assert endpoint_service.active_secrets(fresh, clock.to_ms(clock.now()))[0] == rotated

@@ -12,13 +12,14 @@ import json
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Header
+from pydantic import BaseModel
 
 from edgecron import clock, ids
 from edgecron.api.context import time_left_ms
-from edgecron.api.responses import json_response
 from edgecron.data import idempotency as store
+from edgecron.domain.idempotency import DONE, Stored
 from edgecron.errors import Conflict, ParamInvalid
 
 IdempotencyKey = Annotated[
@@ -28,34 +29,38 @@ IdempotencyKey = Annotated[
 #: Response fields shown once and never stored for a replay.
 SECRET_FIELDS = frozenset({"secret", "api_key"})
 
-Answer = tuple[int, dict[str, Any]]
-
 
 def without_secrets(body: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in body.items() if name not in SECRET_FIELDS}
 
 
-def run_once(
+def _answer(status: int, body: Any, headers: dict[str, str] | None = None) -> Response[Any]:
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=body, headers=headers
+    )
+
+
+def run_once[Out: BaseModel](
     app_id: str,
     scope: str,
     key: str | None,
     request: Any,
     prefix: str,
-    create: Callable[[str], Answer],
-    recover: Callable[[str], Answer | None],
-) -> Response[str]:
+    status: int,
+    create: Callable[[str], Out],
+    recover: Callable[[str], Out | None],
+) -> Response[Out]:
     """Run `create(new_id)` once per (App, scope, key) and replay its stored answer afterwards.
     `recover(id)` answers for an object an earlier request with the key made before it died."""
     now_ms = clock.to_ms(clock.now())
     if key is None:
-        status, body = create(ids.new_id(prefix, now_ms))
-        return json_response(status, body)
+        return _answer(status, create(ids.new_id(prefix, now_ms)))
     if not key.strip():
         raise ParamInvalid("Idempotency-Key must not be empty", "Idempotency-Key")
     idem_key = f"{app_id}#{scope}#{key}"
     request_hash = hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()
     claimed = store.claim(idem_key, request_hash, now_ms, time_left_ms())
-    if isinstance(claimed, store.Stored):
+    if isinstance(claimed, Stored):
         return _replay(claimed, request_hash)
     object_id = ids.keyed_id(prefix, claimed.first_ms, idem_key)
     answer = recover(object_id) if claimed.taken_over else None
@@ -65,25 +70,25 @@ def run_once(
         except Exception:
             store.release(idem_key)
             raise
-    status, body = answer
-    store.complete(idem_key, status, json.dumps(without_secrets(body), default=str))
-    return json_response(status, body)
+    stored = without_secrets(answer.model_dump(mode="json"))
+    store.complete(idem_key, status, json.dumps(stored, separators=(",", ":")))
+    return _answer(status, answer)
 
 
-def _replay(existing: store.Stored, request_hash: str) -> Response[str]:
+def _replay(existing: Stored, request_hash: str) -> Response[Any]:
     if existing.request_hash != request_hash:
         raise Conflict(
             "Idempotency-Key was already used with a different request",
             "Idempotency-Key",
             code="IDEMPOTENCY_KEY_REUSED",
         )
-    if existing.status != store.DONE or existing.response_body is None:
+    if existing.status != DONE or existing.response_body is None:
         raise Conflict(
             "a request with this Idempotency-Key is still in progress",
             "Idempotency-Key",
             code="IDEMPOTENCY_IN_PROGRESS",
         )
-    return json_response(
+    return _answer(
         existing.response_status or 200,
         json.loads(existing.response_body),
         headers={"idempotent-replayed": "true"},

@@ -44,7 +44,3 @@ def decode_cursor(cursor: str | None, hash_key_name: str, hash_key_value: str) -
     if key.get(hash_key_name) != {"S": hash_key_value}:
         raise ParamInvalid("cursor is not valid", "cursor")
     return key
-
-
-def page_body(items: list[dict[str, Any]], last_key: dict[str, Any] | None) -> dict[str, Any]:
-    return {"data": items, "next_cursor": encode_cursor(last_key)}

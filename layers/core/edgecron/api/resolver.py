@@ -5,8 +5,6 @@ from __future__ import annotations
 import binascii
 import json
 import re
-from collections.abc import Callable
-from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
@@ -16,15 +14,15 @@ from pydantic import ValidationError
 
 from edgecron import __version__
 from edgecron.api.context import set_app_id, set_time_left
+from edgecron.api.links import add_links
 from edgecron.api.responses import error_response, json_response
 from edgecron.api.routes import account, apps, endpoints, events, retry_policies, schedules, task_runs
 from edgecron.api.routes.console import router as console_router
 from edgecron.api.routes.stats import router as stats_router
-from edgecron.config import get_settings
-from edgecron.data import apps as app_data
 from edgecron.errors import ApiError, NotFound, ParamInvalid, PayloadTooLarge, Unauthorized
 from edgecron.observability import logger
 from edgecron.schemas.common import MAX_BODY_BYTES, MAX_JSON_DEPTH
+from edgecron.services import apps as app_service
 
 ROUTERS = [
     apps.router,
@@ -50,43 +48,41 @@ def _bearer(headers: dict[str, str]) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def _auth(
-    app: APIGatewayHttpResolver, next_middleware: Callable[[APIGatewayHttpResolver], Response[str]]
-) -> Response[str]:
-    """Every /v1 route needs a key: the admin key for App management, an App key elsewhere."""
+def _refusal(app: APIGatewayHttpResolver) -> Response[str] | None:
+    """The answer to a /v1 request that must go no further: 401 without a valid key, then 400/413 for
+    a body nothing may parse. Every way out of a matched route asks this first (the middleware, the
+    validation error and the unexpected error handlers), so a request without a key learns nothing
+    but 401, whichever check Powertools ran first. Sets the caller's App for the route."""
     path = app.current_event.path
     set_app_id(None)
     context = app.lambda_context
     set_time_left(context.get_remaining_time_in_millis() if context is not None else None)
     if not path.startswith("/v1/"):
-        return next_middleware(app)
+        return None
     token = _bearer(app.current_event.headers or {})
     unauthorized = error_response(Unauthorized("missing or invalid API key"))
     if token is None:
         return unauthorized
     if path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/"):
-        if not app_data.is_admin_key(token, get_settings().admin_key_secret_arn):
+        if not app_service.is_admin_key(token):
             return unauthorized
-        return next_middleware(app)
-    app_id = app_data.app_for_key(token)
+        return _unreadable_body(app)
+    app_id = app_service.app_for_key(token)
     if app_id is None:
         return unauthorized
     set_app_id(app_id)
+    return _unreadable_body(app)
+
+
+def _gate(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[str]:
+    """Route middleware: authenticate and check the body before the route runs."""
+    refused = _refusal(app)
+    if refused is not None:
+        return refused
     try:
         return next_middleware(app)
     finally:
         set_app_id(None)
-
-
-def _authenticated(validation: Any) -> Any:
-    def middleware(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[str]:
-        def checked(app: APIGatewayHttpResolver) -> Response[str]:
-            unreadable = _unreadable_body(app)
-            return unreadable if unreadable is not None else validation(app, next_middleware)
-
-        return _auth(app, checked)
-
-    return middleware
 
 
 def _unreadable_body(app: APIGatewayHttpResolver) -> Response[str] | None:
@@ -188,10 +184,7 @@ def build_api() -> APIGatewayHttpResolver:
     api = APIGatewayHttpResolver(enable_validation=True)
     for router in ROUTERS:
         api.include_router(router)
-    # Powertools always runs request validation first; wrap it so that authentication and a readable
-    # body come first: a request without a key learns nothing but 401.
-    validation = api._request_validation_middleware
-    api._request_validation_middleware = _authenticated(validation)
+    api.use(middlewares=[_gate])
 
     @api.exception_handler(ApiError)
     def _api_error(exc: ApiError) -> Response[str]:
@@ -199,7 +192,8 @@ def build_api() -> APIGatewayHttpResolver:
 
     @api.exception_handler(RequestValidationError)
     def _invalid(exc: RequestValidationError) -> Response[str]:
-        return _validation_error(exc)
+        refused = _refusal(api)
+        return refused if refused is not None else _validation_error(exc)
 
     routes = _route_table(api)
 
@@ -217,6 +211,14 @@ def build_api() -> APIGatewayHttpResolver:
 
     @api.exception_handler(Exception)
     def _unexpected(exc: Exception) -> Response[str]:
+        # Powertools' request validation reads the body before the middleware: a body that is not
+        # UTF-8 fails there, and answers as the middleware would have.
+        try:
+            refused = _refusal(api)
+        except Exception:  # the check itself failed: the 500 below
+            refused = None
+        if refused is not None:
+            return refused
         logger.exception("unhandled error")
         return json_response(500, {"error": {"code": "INTERNAL", "message": "internal error"}})
 
@@ -246,7 +248,8 @@ def _route_table(api: APIGatewayHttpResolver) -> list[tuple[re.Pattern[str], set
 
 def openapi_json(api: APIGatewayHttpResolver) -> str:
     """The OpenAPI document, corrected where Powertools' generator does not describe this API: invalid
-    requests answer 400 in the error format (never 422), and 204 answers have no body."""
+    requests answer 400 in the error format (never 422), and 204 answers have no body; each create
+    links to the operations on what it made (api/links.py)."""
     document = json.loads(_raw_openapi(api))
     for operations in document.get("paths", {}).values():
         for operation in operations.values():
@@ -256,6 +259,7 @@ def openapi_json(api: APIGatewayHttpResolver) -> str:
                 responses["204"].pop("content", None)
     document.get("components", {}).get("schemas", {}).pop("HTTPValidationError", None)
     document.get("components", {}).get("schemas", {}).pop("ValidationError", None)
+    add_links(document)
     return json.dumps(document)
 
 

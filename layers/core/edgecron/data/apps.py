@@ -1,4 +1,4 @@
-"""Apps and their API keys (stored only as SHA-256 hashes)."""
+"""Apps and their API keys (stored only as SHA-256 hashes). Reads return `App` entities."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from pynamodb.exceptions import DoesNotExist
 
 from edgecron import ids
 from edgecron.data.aws import caller, client
+from edgecron.data.conditional import update_if
 from edgecron.data.models import ApiKeyModel, AppModel
+from edgecron.domain.apps import App
 
 KEY_PREFIX = "ek_"
 
@@ -20,14 +22,24 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def create_app(name: str, now_ms: int, monthly_quota: int | None = None) -> tuple[AppModel, str]:
+def to_entity(row: AppModel) -> App:
+    quota = row.monthly_quota
+    return App(
+        app_id=row.app_id,
+        name=row.name,
+        created_at=int(row.created_at),
+        monthly_quota=int(quota) if quota is not None else None,
+    )
+
+
+def create_app(name: str, now_ms: int, monthly_quota: int | None = None) -> tuple[App, str]:
     """Create an App with its first API key; the key is returned once and stored hashed."""
-    app = AppModel(
+    row = AppModel(
         app_id=ids.new_id("app", now_ms), name=name, created_at=now_ms, monthly_quota=monthly_quota
     )
-    app.save(condition=AppModel.app_id.does_not_exist())
-    key = create_key(app.app_id, now_ms)
-    return app, key
+    row.save(condition=AppModel.app_id.does_not_exist())
+    key = create_key(row.app_id, now_ms)
+    return to_entity(row), key
 
 
 def create_key(app_id: str, now_ms: int) -> str:
@@ -46,23 +58,24 @@ def app_for_key(key: str) -> str | None:
         return None
 
 
-def get_app(app_id: str) -> AppModel | None:
+def get_app(app_id: str) -> App | None:
     try:
-        return AppModel.get(app_id)
+        return to_entity(AppModel.get(app_id))
     except DoesNotExist:
         return None
 
 
-def set_quota(app_id: str, monthly_quota: int | None) -> AppModel:
-    app = AppModel.get(app_id)
-    app.update(
-        actions=[
-            AppModel.monthly_quota.set(monthly_quota)
-            if monthly_quota is not None
-            else AppModel.monthly_quota.remove()
-        ]
+def set_quota(app_id: str, monthly_quota: int | None) -> App | None:
+    """Set or clear the App's quota; None when there is no such App (nothing is written)."""
+    row = AppModel(app_id=app_id)
+    action = (
+        AppModel.monthly_quota.set(monthly_quota)
+        if monthly_quota is not None
+        else AppModel.monthly_quota.remove()
     )
-    return app
+    if not update_if(row, [action], AppModel.app_id.exists()):
+        return None
+    return to_entity(row)
 
 
 @lru_cache(maxsize=8)

@@ -19,30 +19,74 @@ from edgecron.data.conditional import update_if
 from edgecron.data.expiry import is_alive
 from edgecron.data.models import EndpointModel, EventModel, FanoutPageModel
 from edgecron.data.paging import Page, query_page
+from edgecron.domain.events import Event
+from edgecron.domain.vocabulary import FanoutStatus
 
 M = EventModel
-PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+PENDING, RUNNING, DONE, FAILED = (
+    FanoutStatus.PENDING,
+    FanoutStatus.RUNNING,
+    FanoutStatus.DONE,
+    FanoutStatus.FAILED,
+)
 OPEN = (PENDING, RUNNING)
 _MATCH_ATTRIBUTES = ["app_id", "endpoint_id", "active", "filter_events"]
 _CONDITION_FAILED = "ConditionalCheckFailed"
 
 
-def put_new(event: EventModel) -> None:
-    event.save(condition=M.event_id.does_not_exist())
+def _int(value: Any) -> int | None:
+    return int(value) if value is not None else None
+
+
+def to_entity(row: EventModel) -> Event:
+    return Event(
+        app_id=row.app_id,
+        event_id=row.event_id,
+        name=row.name,
+        created_at=int(row.created_at),
+        payload=row.payload,
+        idempotency_key=row.idempotency_key,
+        fanout_status=FanoutStatus(row.fanout_status),
+        fanout_error=row.fanout_error,
+        endpoint_ids=tuple(row.endpoint_ids) if row.endpoint_ids is not None else None,
+        matched_count=_int(row.matched_count),
+        page_count=_int(row.page_count),
+        expires_at=_int(row.expires_at),
+    )
+
+
+def _key(event: Event) -> EventModel:
+    return M(app_id=event.app_id, event_id=event.event_id)
+
+
+def put_new(event: Event) -> None:
+    """Store a new Event (never over another one); its fan-out counters start at zero."""
+    M(
+        app_id=event.app_id,
+        event_id=event.event_id,
+        name=event.name,
+        payload=event.payload,
+        idempotency_key=event.idempotency_key,
+        fanout_status=str(event.fanout_status),
+        matched_count=event.matched_count,
+        page_count=event.page_count,
+        created_at=event.created_at,
+        expires_at=event.expires_at,
+    ).save(condition=M.event_id.does_not_exist())
 
 
 def delete(app_id: str, event_id: str) -> None:
     M(app_id=app_id, event_id=event_id).delete()
 
 
-def get(app_id: str, event_id: str, *, consistent: bool = False) -> EventModel | None:
+def get(app_id: str, event_id: str, *, consistent: bool = False) -> Event | None:
     try:
-        return M.get(app_id, event_id, consistent_read=consistent)
+        return to_entity(M.get(app_id, event_id, consistent_read=consistent))
     except DoesNotExist:
         return None
 
 
-def get_for_app(app_id: str, event_id: str, now_ms: int) -> EventModel | None:
+def get_for_app(app_id: str, event_id: str, now_ms: int) -> Event | None:
     event = get(app_id, event_id)
     if event is None or not is_alive(event.expires_at, now_ms):
         return None
@@ -63,7 +107,7 @@ def list_page(
     name: str | None = None,
     since_ms: int | None = None,
     until_ms: int | None = None,
-) -> Page[EventModel]:
+) -> Page[Event]:
     """Newest first; the time window is a key condition on the time-sortable event id."""
     rk: Any = None
     if since_ms is not None and until_ms is not None:
@@ -75,7 +119,8 @@ def list_page(
     cond = M.expires_at.does_not_exist() | (M.expires_at > now_ms // 1000)
     if name:
         cond &= M.name == name
-    return query_page(M, app_id, limit, cursor, range_key_condition=rk, filter_condition=cond)
+    page = query_page(M, app_id, limit, cursor, range_key_condition=rk, filter_condition=cond)
+    return Page([to_entity(row) for row in page.items], page.last_key)
 
 
 def endpoints_page(app_id: str, after: str | None, limit: int) -> tuple[list[EndpointModel], bool]:
@@ -96,7 +141,7 @@ def endpoints_page(app_id: str, after: str | None, limit: int) -> tuple[list[End
     return items[:limit], len(items) > limit
 
 
-def record_page(event: EventModel, page: FanoutPageModel) -> str:
+def record_page(event: Event, page: FanoutPageModel) -> str:
     """Record one page of the Event's fan-out with the Event's counters, all or nothing; pages are
     recorded in order. Returns recorded | exists (an earlier delivery recorded it) | gone."""
     n = int(page.page)
@@ -106,9 +151,7 @@ def record_page(event: EventModel, page: FanoutPageModel) -> str:
         M.page_count.set(n + 1),
         M.matched_count.add(len(page.endpoint_ids)),
     ]
-    reasons = fanout_pages.record(
-        page, (M(app_id=event.app_id, event_id=event.event_id), actions, M.event_id.exists() & in_order)
-    )
+    reasons = fanout_pages.record(page, (_key(event), actions, M.event_id.exists() & in_order))
     if not reasons:
         return "recorded"
     if reasons[0] == _CONDITION_FAILED:
@@ -127,25 +170,23 @@ def mark_failed(app_id: str, event_id: str, reason: str) -> bool:
     )
 
 
-def reopen(event: EventModel) -> bool:
+def reopen(event: Event) -> bool:
     """failed → running (a re-drive); only one of two concurrent re-drives wins."""
     return update_if(
-        event, [M.fanout_status.set(RUNNING), M.fanout_error.remove()], M.fanout_status == FAILED
+        _key(event), [M.fanout_status.set(RUNNING), M.fanout_error.remove()], M.fanout_status == FAILED
     )
 
 
-def mark_done(event: EventModel) -> bool:
-    return update_if(event, [M.fanout_status.set(DONE), M.fanout_error.remove()], M.event_id.exists())
+def mark_done(event: Event) -> bool:
+    return update_if(_key(event), [M.fanout_status.set(DONE), M.fanout_error.remove()], M.event_id.exists())
 
 
-def matched(event: EventModel) -> int:
+def matched(event: Event) -> int:
     """How many Endpoints the fan-out matched so far."""
-    if event.matched_count is not None:
-        return int(event.matched_count)
-    return len(event.endpoint_ids or [])
+    return event.matched
 
 
-def matched_pages(event: EventModel, start: int = 0) -> Iterator[tuple[int, list[str]]]:
+def matched_pages(event: Event, start: int = 0) -> Iterator[tuple[int, list[str]]]:
     """(page number, matched Endpoint ids) in fan-out order from page `start`. An Event stored
     before pages existed lists its ids itself: they are its page 0."""
     if event.endpoint_ids:

@@ -6,37 +6,14 @@ key is never stuck behind a request that died."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pynamodb.exceptions import DoesNotExist, PutError
 
 from edgecron.data.conditional import update_if
 from edgecron.data.models import IdempotencyModel
+from edgecron.domain.idempotency import DONE, IN_PROGRESS, Claimed, Stored
 
 M = IdempotencyModel
 TTL_SEC = 24 * 3600
-IN_PROGRESS = "in_progress"
-DONE = "done"
-
-
-@dataclass
-class Stored:
-    """Another request holds (or finished) the key."""
-
-    request_hash: str
-    status: str
-    response_status: int | None
-    response_body: str | None
-
-
-@dataclass
-class Claimed:
-    """This request runs the create. `first_ms` is when the key was first claimed (the created
-    object's id derives from it); `taken_over` says an earlier request with the key died mid-way,
-    so its object may exist already."""
-
-    first_ms: int
-    taken_over: bool
 
 
 def claim(idem_key: str, request_hash: str, now_ms: int, lease_ms: int) -> Claimed | Stored:

@@ -28,7 +28,10 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-class Page(BaseModel):
+class Page[Item](BaseModel):
+    """One page of a list: its items, and where the next page starts."""
+
+    data: list[Item]
     next_cursor: str | None = Field(description="pass as ?cursor= to get the next page; null at the end")
 
 

@@ -104,7 +104,7 @@ class EndpointOut(BaseModel):
     id: str
     url: str
     description: str | None
-    method: str
+    method: HttpMethod
     headers: dict[str, str]
     timeout_ms: int
     retry_policy_id: str | None
@@ -117,10 +117,11 @@ class EndpointOut(BaseModel):
 class EndpointWithSecret(EndpointOut):
     secret: str | None = Field(
         default=None,
+        exclude_if=lambda secret: secret is None,
         description="whsec_… signing secret, shown in one response only: the create's (absent when "
         "an Idempotency-Key replays it) or the rotation's",
     )
 
 
-class EndpointPage(Page):
-    data: list[EndpointOut]
+class EndpointPage(Page[EndpointOut]):
+    pass

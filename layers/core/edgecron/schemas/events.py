@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
 from edgecron.domain.event_filters import MAX_NAME_LENGTH, validate_name
-from edgecron.domain.vocabulary import FanoutStatus
+from edgecron.domain.vocabulary import FanoutStatus, RunStatus
 from edgecron.schemas.common import Page, Strict
 
 EventName = Annotated[
@@ -25,7 +25,6 @@ class EventCreate(Strict):
 class EventOut(BaseModel):
     id: str
     name: str
-    payload: Any = None
     idempotency_key: str | None
     fanout_status: FanoutStatus = Field(
         description="pending (queued), running (some Endpoints done), done (every Endpoint matched), "
@@ -34,12 +33,13 @@ class EventOut(BaseModel):
     fanout_error: str | None = Field(default=None, description="why the fan-out stopped (failed only)")
     matched_endpoints: int = Field(description="Endpoints matched so far (each got one Task Run)")
     created_at: str
+    payload: Any = None
 
 
 class EventDelivery(BaseModel):
     endpoint_id: str
     task_run_id: str
-    status: str | None = Field(description="the Task Run's status; null if it expired")
+    status: RunStatus | None = Field(description="the Task Run's status; null if it expired")
     attempt_count: int
     last_status_code: int | None
     last_error: str | None
@@ -62,5 +62,5 @@ class EventSummary(BaseModel):
     created_at: str
 
 
-class EventPage(Page):
-    data: list[EventSummary]
+class EventPage(Page[EventSummary]):
+    pass

@@ -31,7 +31,7 @@ class RetryPolicyUpdate(Strict):
 class RetryPolicyOut(BaseModel):
     id: str
     name: str | None
-    strategy: str
+    strategy: RetryStrategy
     max_attempts: int
     base_delay_sec: int
     max_delay_sec: int
@@ -40,5 +40,5 @@ class RetryPolicyOut(BaseModel):
     updated_at: str | None
 
 
-class RetryPolicyPage(Page):
-    data: list[RetryPolicyOut]
+class RetryPolicyPage(Page[RetryPolicyOut]):
+    pass

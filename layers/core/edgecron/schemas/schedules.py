@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
 from edgecron.domain.cron import check_steps, check_zone_name
-from edgecron.domain.vocabulary import MissedPolicy, ScheduleStatus
+from edgecron.domain.vocabulary import FireStatus, MissedPolicy, RunStatus, ScheduleStatus
 from edgecron.schemas.common import FromText, Id, Name, Page, Rfc3339, Strict
 
 CronExpr = Annotated[
@@ -52,9 +52,9 @@ class ScheduleOut(BaseModel):
     timezone: str
     endpoint_ids: list[str]
     payload: Any = None
-    missed_policy: str
+    missed_policy: MissedPolicy
     retry_policy_id: str | None
-    status: str
+    status: ScheduleStatus
     consecutive_failures: int
     next_fire_time: str | None
     last_fire_time: str | None
@@ -62,17 +62,21 @@ class ScheduleOut(BaseModel):
     missed_left_out: int
     created_at: str
     updated_at: str
-    preview: list[str] | None = None
+    preview: list[str] | None = Field(
+        default=None,
+        exclude_if=lambda preview: preview is None,
+        description="the next fire times, when asked for with ?preview=N",
+    )
 
 
-class SchedulePage(Page):
-    data: list[ScheduleOut]
+class SchedulePage(Page[ScheduleOut]):
+    pass
 
 
 class FireRunOut(BaseModel):
     id: str
     endpoint_id: str
-    status: str
+    status: RunStatus
     attempt_count: int
     last_status_code: int | None
     last_error: str | None
@@ -80,7 +84,7 @@ class FireRunOut(BaseModel):
 
 class FireOut(BaseModel):
     fire_time: str
-    status: str
+    status: FireStatus
     started_at: str | None
     finished_at: str | None
     duration_ms: int | None
@@ -88,8 +92,8 @@ class FireOut(BaseModel):
     runs: list[FireRunOut]
 
 
-class FireList(Page):
-    data: list[FireOut]
+class FireList(Page[FireOut]):
+    pass
 
 
 class NotificationOut(BaseModel):
@@ -101,8 +105,8 @@ class NotificationOut(BaseModel):
     created_at: str
 
 
-class NotificationPage(Page):
-    data: list[NotificationOut]
+class NotificationPage(Page[NotificationOut]):
+    pass
 
 
 class UsageOut(BaseModel):

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from edgecron.domain.vocabulary import ErrorKind
+from edgecron.domain.vocabulary import ErrorKind, RunStatus, Source
 from edgecron.schemas.common import FromText, Id, Page, Rfc3339, Strict
 
 MAX_RUN_DELAY_SEC = 365 * 86_400  # how far ahead a direct run may be due (delay_sec or deliver_at)
@@ -23,13 +23,15 @@ class TaskRunCreate(Strict):
     )
 
 
-class TaskRunOut(BaseModel):
+class TaskRunSummary(BaseModel):
+    """A Task Run as a list shows it: without its payload."""
+
     id: str
     endpoint_id: str
-    source: str
+    source: Source
     source_id: str | None
     fire_time: str | None
-    status: str
+    status: RunStatus
     attempt_count: int
     total_attempts: int
     series: int
@@ -37,15 +39,18 @@ class TaskRunOut(BaseModel):
     next_retry_at: str | None
     last_status_code: int | None
     last_error: str | None
-    last_error_kind: str | None
-    payload: Any = None
+    last_error_kind: ErrorKind | None
     created_at: str
     updated_at: str
     finished_at: str | None
 
 
-class TaskRunPage(Page):
-    data: list[TaskRunOut]
+class TaskRunOut(TaskRunSummary):
+    payload: Any = None
+
+
+class TaskRunPage(Page[TaskRunSummary]):
+    pass
 
 
 class AttemptOut(BaseModel):
@@ -57,14 +62,14 @@ class AttemptOut(BaseModel):
     latency_ms: int
     response_summary: str | None
     error: str | None
-    error_kind: str | None
+    error_kind: ErrorKind | None
     outcome: str
     trace_id: str | None
     started_at: str
 
 
-class AttemptPage(Page):
-    data: list[AttemptOut]
+class AttemptPage(Page[AttemptOut]):
+    pass
 
 
 class DeadLetterFilter(Strict):

@@ -22,10 +22,11 @@ from edgecron.data import attempts as attempt_data
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import runs as run_data
 from edgecron.data.expiry import expires_at_s
-from edgecron.data.models import EndpointModel, TaskRunModel
+from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import MAX_DELAY_SEC, DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
 from edgecron.domain.attempts import Attempt
+from edgecron.domain.endpoints import Endpoint
 from edgecron.domain.http_headers import header_problem, is_reserved
 from edgecron.domain.outcome import AttemptResult, Decision, decide
 from edgecron.domain.retry import DEFAULT_POLICY
@@ -141,7 +142,7 @@ def _request_body(run: TaskRunModel, method: str) -> bytes | None:
     return json.dumps(run.payload, separators=(",", ":")).encode()
 
 
-def _custom_headers(endpoint: EndpointModel) -> tuple[dict[str, str], str | None]:
+def _custom_headers(endpoint: Endpoint) -> tuple[dict[str, str], str | None]:
     """The endpoint's own headers that can be sent, or why they cannot. A header stored by an older
     version may break today's rule: a name EdgeCron sets is left out (EdgeCron's value wins), any other
     unsendable name or value fails the attempt before a byte is sent."""
@@ -159,7 +160,7 @@ def _custom_headers(endpoint: EndpointModel) -> tuple[dict[str, str], str | None
     return headers, None
 
 
-def _attempt(run: TaskRunModel, endpoint: EndpointModel, now_ms: int, ends_by: float | None) -> HttpOutcome:
+def _attempt(run: TaskRunModel, endpoint: Endpoint, now_ms: int, ends_by: float | None) -> HttpOutcome:
     custom, problem = _custom_headers(endpoint)
     if problem is not None:
         return HttpOutcome(
@@ -239,7 +240,7 @@ def record_lost_attempt(run: TaskRunModel, seq: int, attempt_no: int, now_ms: in
 
 def _conclude(
     run: TaskRunModel,
-    endpoint: EndpointModel | None,
+    endpoint: Endpoint | None,
     now: datetime,
     outcome: HttpOutcome | None,
     result: AttemptResult,

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from edgecron import ids
 from edgecron.data import endpoints as data
 from edgecron.data import retry_policies as policy_data
 from edgecron.data import secret_box
 from edgecron.data.conditional import SAVE_ATTEMPTS
-from edgecron.data.models import EndpointModel, SigningSecret
+from edgecron.data.paging import Page
+from edgecron.domain.endpoints import Endpoint, SealedSecret
 from edgecron.domain.signing import new_secret
 from edgecron.errors import ConcurrentUpdate, NotFound, ParamInvalid
 from edgecron.schemas.endpoints import EndpointCreate, EndpointUpdate
@@ -32,39 +36,53 @@ def _check_policy(app_id: str, policy_id: str | None) -> None:
 
 def create(
     app_id: str, req: EndpointCreate, now_ms: int, endpoint_id: str | None = None
-) -> tuple[EndpointModel, str]:
+) -> tuple[Endpoint, str]:
     """Create an Endpoint; its signing secret is returned once."""
     _check_target(req.url)
     _check_policy(app_id, req.retry_policy_id)
     secret = new_secret()
-    endpoint = EndpointModel(
+    endpoint = Endpoint(
         app_id=app_id,
         endpoint_id=endpoint_id or ids.new_id("ep", now_ms),
+        url=req.url,
+        description=req.description,
+        method=req.method,
+        headers=dict(req.headers),
+        timeout_ms=req.timeout_ms,
+        retry_policy_id=req.retry_policy_id,
+        filter_events=tuple(req.filter_events),
+        active=req.active,
+        secrets=(SealedSecret(secret=secret_box.seal(secret), created_at=now_ms),),
         created_at=now_ms,
         updated_at=now_ms,
-        secrets=[SigningSecret(secret=secret_box.seal(secret), created_at=now_ms)],
-        **req.model_dump(),
     )
-    data.put_new(endpoint)
-    return endpoint, secret
+    return data.put_new(endpoint), secret
 
 
-def get(app_id: str, endpoint_id: str, *, consistent: bool = False) -> EndpointModel:
+def find(app_id: str, endpoint_id: str, *, consistent: bool = False) -> Endpoint | None:
+    return data.get(app_id, endpoint_id, consistent=consistent)
+
+
+def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[Endpoint]:
+    return data.list_page(app_id, limit, cursor)
+
+
+def get(app_id: str, endpoint_id: str, *, consistent: bool = False) -> Endpoint:
     endpoint = data.get(app_id, endpoint_id, consistent=consistent)
     if endpoint is None:
         raise NotFound(f"endpoint {endpoint_id} not found", "id")
     return endpoint
 
 
-def creation_secret(endpoint: EndpointModel) -> str | None:
+def creation_secret(endpoint: Endpoint) -> str | None:
     """The secret the Endpoint was created with, if it was never rotated: a create that died before
     answering never showed it, so the retry that answers for it may (api/idempotency.py)."""
     if len(endpoint.secrets) != 1 or endpoint.secrets[0].created_at != endpoint.created_at:
         return None
-    return secret_box.unseal(str(endpoint.secrets[0].secret))
+    return secret_box.unseal(endpoint.secrets[0].secret)
 
 
-def update(app_id: str, endpoint_id: str, req: EndpointUpdate, now_ms: int) -> EndpointModel:
+def update(app_id: str, endpoint_id: str, req: EndpointUpdate, now_ms: int) -> Endpoint:
     """Apply the changed fields to the current item; a concurrent change (a rotation, another
     update) makes the save fail, and the changes are applied again to what it wrote."""
     endpoint = get(app_id, endpoint_id, consistent=True)
@@ -77,12 +95,12 @@ def update(app_id: str, endpoint_id: str, req: EndpointUpdate, now_ms: int) -> E
         _check_target(changes["url"])
     if changes.get("retry_policy_id"):
         _check_policy(app_id, changes["retry_policy_id"])
+    if "filter_events" in changes:
+        changes["filter_events"] = tuple(changes["filter_events"])
     for _ in range(SAVE_ATTEMPTS):
-        for field, value in changes.items():
-            setattr(endpoint, field, value)
-        endpoint.updated_at = now_ms
-        if data.save(endpoint):
-            return endpoint
+        saved = data.save(replace(endpoint, **changes, updated_at=now_ms))
+        if saved is not None:
+            return saved
         endpoint = get(app_id, endpoint_id, consistent=True)
     raise ConcurrentUpdate("the endpoint is changing concurrently; try again", "id")
 
@@ -91,29 +109,24 @@ def delete(app_id: str, endpoint_id: str) -> None:
     data.delete(get(app_id, endpoint_id))
 
 
-def rotate_secret(app_id: str, endpoint_id: str, now_ms: int) -> tuple[EndpointModel, str]:
+def rotate_secret(app_id: str, endpoint_id: str, now_ms: int) -> tuple[Endpoint, str]:
     """A new secret signs from now on; the previous one keeps signing for 24 h so receivers can switch."""
     endpoint = get(app_id, endpoint_id, consistent=True)
     secret = new_secret()
     sealed = secret_box.seal(secret)
     for _ in range(SAVE_ATTEMPTS):
         keep = [s for s in endpoint.secrets if s.expires_at is None or s.expires_at > now_ms]
-        if keep:
-            current = keep[0]
-            current.expires_at = now_ms + ROTATION_OVERLAP_MS
-            keep = [current]
-        endpoint.secrets = [SigningSecret(secret=sealed, created_at=now_ms), *keep]
-        endpoint.updated_at = now_ms
-        if data.save(endpoint):
-            return endpoint, secret
+        previous = [replace(keep[0], expires_at=now_ms + ROTATION_OVERLAP_MS)] if keep else []
+        secrets = (SealedSecret(secret=sealed, created_at=now_ms), *previous)
+        saved = data.save(replace(endpoint, secrets=secrets, updated_at=now_ms))
+        if saved is not None:
+            return saved, secret
         endpoint = get(app_id, endpoint_id, consistent=True)
     raise ConcurrentUpdate("the endpoint is changing concurrently; try again", "id")
 
 
-def active_secrets(endpoint: EndpointModel, now_ms: int) -> list[str]:
+def active_secrets(endpoint: Endpoint, now_ms: int) -> list[str]:
     """Secrets that sign a delivery now: the current one, and the previous one during its overlap."""
     return [
-        secret_box.unseal(str(s.secret))
-        for s in endpoint.secrets
-        if s.expires_at is None or s.expires_at > now_ms
+        secret_box.unseal(s.secret) for s in endpoint.secrets if s.expires_at is None or s.expires_at > now_ms
     ]

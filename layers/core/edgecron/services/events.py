@@ -16,9 +16,11 @@ from edgecron.data import fanout_pages
 from edgecron.data import runs as run_data
 from edgecron.data import usage as usage_data
 from edgecron.data.expiry import expires_at_s
-from edgecron.data.models import EventModel, TaskRunModel
+from edgecron.data.models import TaskRunModel
 from edgecron.data.paging import Page
 from edgecron.data.queues import send_fanout
+from edgecron.domain.events import Event
+from edgecron.domain.vocabulary import FanoutStatus
 from edgecron.errors import Conflict, NotFound, ParamInvalid
 from edgecron.observability import logger
 from edgecron.schemas.events import EventCreate
@@ -37,7 +39,7 @@ def publish(
     now: datetime,
     idempotency_key: str | None = None,
     event_id: str | None = None,
-) -> EventModel:
+) -> Event:
     """Validate, check the quota, store the Event, count ONE billable trigger, enqueue its fan-out.
     Nothing is stored when a check fails; if the trigger cannot be counted or the fan-out message
     cannot be sent, the Event is removed again and the error raised, so a client retry (with the
@@ -45,13 +47,13 @@ def publish(
     now_ms = clock.to_ms(now)
     check_payload(req.payload)
     quota.check_quota(app_id, now_ms)
-    event = EventModel(
+    event = Event(
         app_id=app_id,
         event_id=event_id or ids.new_id("evt", now_ms),
         name=req.name,
         payload=req.payload,
         idempotency_key=idempotency_key,
-        fanout_status=data.PENDING,
+        fanout_status=FanoutStatus.PENDING,
         matched_count=0,
         page_count=0,
         created_at=now_ms,
@@ -69,7 +71,7 @@ def publish(
     return event
 
 
-def _undo_publish(event: EventModel, counted: bool, now_ms: int) -> None:
+def _undo_publish(event: Event, counted: bool, now_ms: int) -> None:
     """Best effort: a fan-out message that did get through finds no Event and does nothing."""
     try:
         data.delete(event.app_id, event.event_id)
@@ -79,11 +81,16 @@ def _undo_publish(event: EventModel, counted: bool, now_ms: int) -> None:
         logger.exception("could not undo a failed publish", extra={"event_id": event.event_id})
 
 
-def get(app_id: str, event_id: str, now_ms: int) -> EventModel:
+def get(app_id: str, event_id: str, now_ms: int) -> Event:
     event = data.get_for_app(app_id, event_id, now_ms)
     if event is None:
         raise NotFound(f"event {event_id} not found", "id")
     return event
+
+
+def matched(event: Event) -> int:
+    """How many Endpoints the fan-out matched so far."""
+    return event.matched
 
 
 def list_page(
@@ -95,7 +102,7 @@ def list_page(
     name: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
-) -> Page[EventModel]:
+) -> Page[Event]:
     if since is not None and until is not None and since > until:
         raise ParamInvalid("since must not be after until", "since")
     return data.list_page(
@@ -120,7 +127,7 @@ DeliveriesCursor = tuple[int, int]  # (fan-out page, index in that page)
 
 
 def deliveries(
-    event: EventModel, start: DeliveriesCursor, limit: int, now_ms: int
+    event: Event, start: DeliveriesCursor, limit: int, now_ms: int
 ) -> tuple[list[Delivery], DeliveriesCursor | None]:
     """One page of the Event's matched Endpoints in fan-out order, with their Task Runs
     (batch-read), and where the next page starts (None at the end). Paged because a run item
@@ -150,12 +157,12 @@ def deliveries(
     return page, nxt
 
 
-def _has_more(event: EventModel, page_no: int) -> bool:
+def _has_more(event: Event, page_no: int) -> bool:
     """Whether any matched Endpoint is listed from `page_no` on (pages may match none)."""
     return any(ids for _, ids in data.matched_pages(event, page_no))
 
 
-def redrive(app_id: str, event_id: str, now_ms: int) -> EventModel:
+def redrive(app_id: str, event_id: str, now_ms: int) -> Event:
     """Resume a fan-out that failed (marked so by the fan-out DLQ consumer) from its first page not
     yet continued. Pages already recorded are not repeated and their runs are not created twice."""
     event = get(app_id, event_id, now_ms)

@@ -30,10 +30,11 @@ from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.expiry import is_alive
-from edgecron.data.models import EndpointModel, EventModel, FanoutPageModel, FireModel, ScheduleModel
+from edgecron.data.models import EndpointModel, FanoutPageModel, FireModel, ScheduleModel
 from edgecron.data.queues import DeliveryMessage, send_deliveries, send_fanout, send_fire_fanout
 from edgecron.domain import run_states as st
 from edgecron.domain.event_filters import matches_any
+from edgecron.domain.events import Event
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import logger
 from edgecron.services import fires
@@ -101,7 +102,7 @@ def parse_message(body: str) -> FanoutMessage:
     raise ValueError("fan-out message needs a string event_id, or a schedule_id and a fire_at")
 
 
-def delivery_body(event: EventModel) -> dict[str, Any]:
+def delivery_body(event: Event) -> dict[str, Any]:
     """What each Endpoint receives: the Standard Webhooks payload envelope, so a receiver of
     several event types (`*`, `invoice.*`) can tell them apart."""
     return {
@@ -178,7 +179,7 @@ def _new_page(
     return fanout_pages.new_page(owner_id, n, app_id, after, last_id, reached, more, now_ms)
 
 
-def _create_event_runs(event: EventModel, endpoint_ids: list[str], now_ms: int) -> int:
+def _create_event_runs(event: Event, endpoint_ids: list[str], now_ms: int) -> int:
     """One pending run per Endpoint, due now; returns how many did not exist yet."""
     _, wake_at = enqueue_plan(now_ms, now_ms)
     body = delivery_body(event)

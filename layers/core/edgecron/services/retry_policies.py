@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from edgecron import ids
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import retry_policies as data
 from edgecron.data.conditional import SAVE_ATTEMPTS
-from edgecron.data.models import RetryPolicyModel
+from edgecron.data.paging import Page
 from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
+from edgecron.domain.retry_policies import RetryPolicy
 from edgecron.domain.vocabulary import RetryStrategy
 from edgecron.errors import ConcurrentUpdate, Conflict, NotFound, ParamInvalid
 from edgecron.schemas.retry_policies import RetryPolicyCreate, RetryPolicyUpdate
@@ -15,12 +19,13 @@ from edgecron.schemas.retry_policies import RetryPolicyCreate, RetryPolicyUpdate
 DEFAULT_ID = "default"
 
 
-def default_model() -> RetryPolicyModel:
+def default_model() -> RetryPolicy:
     """The built-in policy (3 attempts, fixed 300 s) used when an Endpoint names none."""
-    return RetryPolicyModel(
+    return RetryPolicy(
+        app_id="",
         policy_id=DEFAULT_ID,
         name="default",
-        strategy=DEFAULT_POLICY.strategy,
+        strategy=RetryStrategy(DEFAULT_POLICY.strategy),
         max_attempts=DEFAULT_POLICY.max_attempts,
         base_delay_sec=DEFAULT_POLICY.base_delay_sec,
         max_delay_sec=DEFAULT_POLICY.max_delay_sec,
@@ -33,22 +38,27 @@ def _check(base: int, maximum: int) -> None:
         raise ParamInvalid("max_delay_sec must be greater than or equal to base_delay_sec", "max_delay_sec")
 
 
-def create(
-    app_id: str, req: RetryPolicyCreate, now_ms: int, policy_id: str | None = None
-) -> RetryPolicyModel:
+def create(app_id: str, req: RetryPolicyCreate, now_ms: int, policy_id: str | None = None) -> RetryPolicy:
     _check(req.base_delay_sec, req.max_delay_sec)
-    policy = RetryPolicyModel(
+    policy = RetryPolicy(
         app_id=app_id,
         policy_id=policy_id or ids.new_id("rp", now_ms),
         created_at=now_ms,
         updated_at=now_ms,
         **req.model_dump(),
     )
-    data.put_new(policy)
-    return policy
+    return data.put_new(policy)
 
 
-def get(app_id: str, policy_id: str, *, consistent: bool = False) -> RetryPolicyModel:
+def find(app_id: str, policy_id: str, *, consistent: bool = False) -> RetryPolicy | None:
+    return data.get(app_id, policy_id, consistent=consistent)
+
+
+def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[RetryPolicy]:
+    return data.list_page(app_id, limit, cursor)
+
+
+def get(app_id: str, policy_id: str, *, consistent: bool = False) -> RetryPolicy:
     if policy_id == DEFAULT_ID:
         return default_model()
     policy = data.get(app_id, policy_id, consistent=consistent)
@@ -57,7 +67,7 @@ def get(app_id: str, policy_id: str, *, consistent: bool = False) -> RetryPolicy
     return policy
 
 
-def update(app_id: str, policy_id: str, req: RetryPolicyUpdate, now_ms: int) -> RetryPolicyModel:
+def update(app_id: str, policy_id: str, req: RetryPolicyUpdate, now_ms: int) -> RetryPolicy:
     """Apply the changed fields to the current item and check the result; a concurrent update makes
     the save fail, and the changes are applied (and checked) again on top of it."""
     if policy_id == DEFAULT_ID:
@@ -68,12 +78,11 @@ def update(app_id: str, policy_id: str, req: RetryPolicyUpdate, now_ms: int) -> 
         if value is None and field != "name":
             raise ParamInvalid(f"{field} cannot be null", field)
     for _ in range(SAVE_ATTEMPTS):
-        for field, value in changes.items():
-            setattr(policy, field, value)
-        _check(int(policy.base_delay_sec), int(policy.max_delay_sec))
-        policy.updated_at = now_ms
-        if data.save(policy):
-            return policy
+        changed = replace(policy, **changes, updated_at=now_ms)
+        _check(changed.base_delay_sec, changed.max_delay_sec)
+        saved = data.save(changed)
+        if saved is not None:
+            return saved
         policy = get(app_id, policy_id, consistent=True)
     raise ConcurrentUpdate("the retry policy is changing concurrently; try again", "id")
 
@@ -88,14 +97,8 @@ def delete(app_id: str, policy_id: str) -> None:
     data.delete(policy)
 
 
-def spec_of(policy: RetryPolicyModel) -> RetryPolicySpec:
-    return RetryPolicySpec(
-        strategy=RetryStrategy(policy.strategy),
-        max_attempts=int(policy.max_attempts),
-        base_delay_sec=int(policy.base_delay_sec),
-        max_delay_sec=int(policy.max_delay_sec),
-        jitter=bool(policy.jitter),
-    )
+def spec_of(policy: RetryPolicy) -> RetryPolicySpec:
+    return policy.spec
 
 
 def resolve_spec(app_id: str, policy_id: str | None) -> RetryPolicySpec:

@@ -9,12 +9,15 @@ from typing import Any
 
 from edgecron import clock, ids
 from edgecron.config import get_settings
+from edgecron.data import attempts as attempt_data
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import runs as data
 from edgecron.data.models import TaskRunModel
 from edgecron.data.paging import Page
 from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
+from edgecron.domain.attempts import Attempt
+from edgecron.domain.vocabulary import RunStatus, Source
 from edgecron.errors import Conflict, NotFound, ParamInvalid, PayloadTooLarge
 from edgecron.schemas.common import MAX_PAYLOAD_BYTES
 from edgecron.schemas.task_runs import MAX_RUN_DELAY_SEC, DeadLetterFilter, TaskRunCreate
@@ -71,6 +74,33 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
     if send_now:
         send_deliveries([DeliveryMessage(run.run_id, app_id, (deliver_at_ms - now_ms) / 1000)])
     return run
+
+
+def find(app_id: str, run_id: str, now_ms: int) -> TaskRunModel | None:
+    return data.get_for_app(app_id, run_id, now_ms)
+
+
+def list_page(
+    app_id: str,
+    limit: int,
+    cursor: dict[str, Any] | None,
+    now_ms: int,
+    *,
+    status: RunStatus | None = None,
+    endpoint_id: str | None = None,
+    source: Source | None = None,
+) -> Page[TaskRunModel]:
+    return data.list_page(
+        app_id, limit, cursor, now_ms, status=status, endpoint_id=endpoint_id, source=source
+    )
+
+
+def attempts_page(
+    app_id: str, run_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: int
+) -> Page[Attempt]:
+    """A run of the App's attempts, oldest first (404 for another App's run)."""
+    run = get(app_id, run_id, now_ms)
+    return attempt_data.list_page(run.run_id, limit, cursor)
 
 
 def get(app_id: str, run_id: str, now_ms: int) -> TaskRunModel:

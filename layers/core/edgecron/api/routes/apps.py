@@ -3,17 +3,16 @@ sets or clears its monthly quota of billable triggers."""
 
 from __future__ import annotations
 
-from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import Field
 
 from edgecron import clock
-from edgecron.api.responses import docs, json_response
-from edgecron.data import apps
-from edgecron.errors import NotFound
+from edgecron.api import mappers
+from edgecron.api.responses import docs
 from edgecron.schemas.apps import AppCreate, AppCreated, AppOut
 from edgecron.schemas.common import Strict
-from edgecron.services.views import app_view
+from edgecron.services import apps as service
 
 router = Router()
 
@@ -29,9 +28,11 @@ class QuotaUpdate(Strict):
 @router.post(
     "/v1/apps", summary="Create an App (admin key)", tags=["Apps"], responses=docs(201, AppCreated, 401)
 )
-def create_app(body: AppCreate) -> Response[str]:
-    app, key = apps.create_app(body.name, clock.to_ms(clock.now()), body.monthly_quota)
-    return json_response(201, {"app": app_view(app), "api_key": key})
+def create_app(body: AppCreate) -> Response[AppCreated]:
+    app, key = service.create(body.name, clock.to_ms(clock.now()), body.monthly_quota)
+    return Response(
+        status_code=201, content_type=content_types.APPLICATION_JSON, body=mappers.app_created(app, key)
+    )
 
 
 @router.put(
@@ -40,7 +41,5 @@ def create_app(body: AppCreate) -> Response[str]:
     tags=["Apps"],
     responses=docs(200, AppOut, 401, 404),
 )
-def set_quota(app_id: str, body: QuotaUpdate) -> Response[str]:
-    if apps.get_app(app_id) is None:
-        raise NotFound(f"app {app_id} not found", "app_id")
-    return json_response(200, app_view(apps.set_quota(app_id, body.monthly_quota)))
+def set_quota(app_id: str, body: QuotaUpdate) -> AppOut:
+    return mappers.app_out(service.set_quota(app_id, body.monthly_quota))

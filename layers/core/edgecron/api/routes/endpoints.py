@@ -6,11 +6,11 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from edgecron import clock
+from edgecron.api import mappers
 from edgecron.api.context import current_app_id
-from edgecron.api.idempotency import Answer, IdempotencyKey, run_once
-from edgecron.api.pagination import Cursor, Limit, decode_cursor, page_body
-from edgecron.api.responses import docs, json_response
-from edgecron.data import endpoints as data
+from edgecron.api.idempotency import IdempotencyKey, run_once
+from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor
+from edgecron.api.responses import docs
 from edgecron.schemas.endpoints import (
     EndpointCreate,
     EndpointOut,
@@ -19,7 +19,6 @@ from edgecron.schemas.endpoints import (
     EndpointWithSecret,
 )
 from edgecron.services import endpoints as service
-from edgecron.services.views import endpoint_view
 
 router = Router()
 TAGS = ["Endpoints"]
@@ -28,35 +27,38 @@ TAGS = ["Endpoints"]
 @router.post(
     "/v1/endpoints", summary="Create an Endpoint", tags=TAGS, responses=docs(201, EndpointWithSecret, 409)
 )
-def create_endpoint(body: EndpointCreate, idempotency_key: IdempotencyKey = None) -> Response[str]:
+def create_endpoint(
+    body: EndpointCreate, idempotency_key: IdempotencyKey = None
+) -> Response[EndpointWithSecret]:
     app_id = current_app_id()
 
-    def create(endpoint_id: str) -> Answer:
+    def create(endpoint_id: str) -> EndpointWithSecret:
         endpoint, secret = service.create(app_id, body, clock.to_ms(clock.now()), endpoint_id)
-        return 201, {**endpoint_view(endpoint), "secret": secret}
+        return mappers.endpoint_with_secret(endpoint, secret)
 
-    def recover(endpoint_id: str) -> Answer | None:
-        endpoint = data.get(app_id, endpoint_id, consistent=True)
+    def recover(endpoint_id: str) -> EndpointWithSecret | None:
+        endpoint = service.find(app_id, endpoint_id, consistent=True)
         if endpoint is None:
             return None
-        secret = service.creation_secret(endpoint)
-        return 201, {**endpoint_view(endpoint), **({"secret": secret} if secret else {})}
+        return mappers.endpoint_with_secret(endpoint, service.creation_secret(endpoint))
 
-    return run_once(app_id, "endpoints", idempotency_key, body.model_dump(), "ep", create, recover)
+    return run_once(app_id, "endpoints", idempotency_key, body.model_dump(), "ep", 201, create, recover)
 
 
 @router.get("/v1/endpoints", summary="List Endpoints", tags=TAGS, responses=docs(200, EndpointPage))
-def list_endpoints(limit: Limit = 20, cursor: Cursor = None) -> Response[str]:
+def list_endpoints(limit: Limit = 20, cursor: Cursor = None) -> EndpointPage:
     app_id = current_app_id()
-    page = data.list_page(app_id, limit, decode_cursor(cursor, "app_id", app_id))
-    return json_response(200, page_body([endpoint_view(e) for e in page.items], page.last_key))
+    page = service.list_page(app_id, limit, decode_cursor(cursor, "app_id", app_id))
+    return EndpointPage(
+        data=[mappers.endpoint_out(e) for e in page.items], next_cursor=encode_cursor(page.last_key)
+    )
 
 
 @router.get(
     "/v1/endpoints/<endpoint_id>", summary="Get an Endpoint", tags=TAGS, responses=docs(200, EndpointOut, 404)
 )
-def get_endpoint(endpoint_id: str) -> Response[str]:
-    return json_response(200, endpoint_view(service.get(current_app_id(), endpoint_id)))
+def get_endpoint(endpoint_id: str) -> EndpointOut:
+    return mappers.endpoint_out(service.get(current_app_id(), endpoint_id))
 
 
 @router.patch(
@@ -65,9 +67,9 @@ def get_endpoint(endpoint_id: str) -> Response[str]:
     tags=TAGS,
     responses=docs(200, EndpointOut, 404, 409),
 )
-def update_endpoint(endpoint_id: str, body: EndpointUpdate) -> Response[str]:
+def update_endpoint(endpoint_id: str, body: EndpointUpdate) -> EndpointOut:
     endpoint = service.update(current_app_id(), endpoint_id, body, clock.to_ms(clock.now()))
-    return json_response(200, endpoint_view(endpoint))
+    return mappers.endpoint_out(endpoint)
 
 
 @router.delete(
@@ -84,6 +86,6 @@ def delete_endpoint(endpoint_id: str) -> Response[str]:
     tags=TAGS,
     responses=docs(200, EndpointWithSecret, 404, 409),
 )
-def rotate_secret(endpoint_id: str) -> Response[str]:
+def rotate_secret(endpoint_id: str) -> EndpointWithSecret:
     endpoint, secret = service.rotate_secret(current_app_id(), endpoint_id, clock.to_ms(clock.now()))
-    return json_response(200, {**endpoint_view(endpoint), "secret": secret})
+    return mappers.endpoint_with_secret(endpoint, secret)

@@ -3,19 +3,18 @@ re-drive a fan-out that failed."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from edgecron import clock
+from edgecron.api import mappers
 from edgecron.api.context import current_app_id
-from edgecron.api.idempotency import Answer, IdempotencyKey, run_once
-from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor, page_body
-from edgecron.api.responses import docs, json_response
-from edgecron.data import events as event_data
-from edgecron.data.models import EventModel
+from edgecron.api.idempotency import IdempotencyKey, run_once
+from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor
+from edgecron.api.responses import docs
 from edgecron.errors import NotFound, ParamInvalid
 from edgecron.schemas.common import Rfc3339
 from edgecron.schemas.events import EventCreate, EventDetail, EventName, EventOut, EventPage
@@ -27,33 +26,6 @@ TAGS = ["Events"]
 
 def _now_ms() -> int:
     return clock.to_ms(clock.now())
-
-
-def event_view(event: EventModel, *, with_payload: bool = True) -> dict[str, Any]:
-    view: dict[str, Any] = {
-        "id": event.event_id,
-        "name": event.name,
-        "idempotency_key": event.idempotency_key,
-        "fanout_status": event.fanout_status,
-        "fanout_error": event.fanout_error,
-        "matched_endpoints": event_data.matched(event),
-        "created_at": clock.iso_ms(event.created_at),
-    }
-    if with_payload:
-        view["payload"] = event.payload
-    return view
-
-
-def delivery_view(d: service.Delivery) -> dict[str, Any]:
-    run = d.run
-    return {
-        "endpoint_id": d.endpoint_id,
-        "task_run_id": d.run_id,
-        "status": run.status if run else None,
-        "attempt_count": int(run.attempt_count) if run else 0,
-        "last_status_code": int(run.last_status_code) if run and run.last_status_code is not None else None,
-        "last_error": run.last_error if run else None,
-    }
 
 
 def _start(cursor: str | None, event_id: str) -> service.DeliveriesCursor:
@@ -74,19 +46,23 @@ def _start(cursor: str | None, event_id: str) -> service.DeliveriesCursor:
     tags=TAGS,
     responses=docs(202, EventOut, 409, 413, 429),
 )
-def publish_event(body: EventCreate, idempotency_key: IdempotencyKey = None) -> Response[str]:
+def publish_event(body: EventCreate, idempotency_key: IdempotencyKey = None) -> Response[EventOut]:
     app_id = current_app_id()
 
-    def create(event_id: str) -> Answer:
-        return 202, event_view(service.publish(app_id, body, clock.now(), idempotency_key, event_id))
+    def create(event_id: str) -> EventOut:
+        event = service.publish(app_id, body, clock.now(), idempotency_key, event_id)
+        return mappers.event_out(event, service.matched(event))
 
-    def recover(event_id: str) -> Answer | None:
+    def recover(event_id: str) -> EventOut | None:
         try:
-            return 202, event_view(service.get(app_id, event_id, _now_ms()))
+            event = service.get(app_id, event_id, _now_ms())
         except NotFound:
             return None
+        return mappers.event_out(event, service.matched(event))
 
-    return run_once(app_id, "events", idempotency_key, body.model_dump(mode="json"), "evt", create, recover)
+    return run_once(
+        app_id, "events", idempotency_key, body.model_dump(mode="json"), "evt", 202, create, recover
+    )
 
 
 @router.get("/v1/events", summary="List Events, newest first", tags=TAGS, responses=docs(200, EventPage))
@@ -96,13 +72,14 @@ def list_events(
     name: Annotated[EventName | None, Query(description="exact event name")] = None,
     since: Annotated[Rfc3339 | None, Query(description="created at or after (RFC 3339)")] = None,
     until: Annotated[Rfc3339 | None, Query(description="created at or before (RFC 3339)")] = None,
-) -> Response[str]:
+) -> EventPage:
     app_id = current_app_id()
     page = service.list_page(
         app_id, limit, decode_cursor(cursor, "app_id", app_id), _now_ms(), name=name, since=since, until=until
     )
-    return json_response(
-        200, page_body([event_view(e, with_payload=False) for e in page.items], page.last_key)
+    return EventPage(
+        data=[mappers.event_summary(e, service.matched(e)) for e in page.items],
+        next_cursor=encode_cursor(page.last_key),
     )
 
 
@@ -112,7 +89,7 @@ def list_events(
     tags=TAGS,
     responses=docs(200, EventDetail, 404),
 )
-def get_event(event_id: str, limit: Limit = 100, cursor: Cursor = None) -> Response[str]:
+def get_event(event_id: str, limit: Limit = 100, cursor: Cursor = None) -> EventDetail:
     now_ms = _now_ms()
     event = service.get(current_app_id(), event_id, now_ms)
     page, nxt = service.deliveries(event, _start(cursor, event.event_id), limit, now_ms)
@@ -123,14 +100,7 @@ def get_event(event_id: str, limit: Limit = 100, cursor: Cursor = None) -> Respo
         if nxt is not None
         else None
     )
-    return json_response(
-        200,
-        {
-            **event_view(event),
-            "deliveries": [delivery_view(d) for d in page],
-            "deliveries_next_cursor": next_cursor,
-        },
-    )
+    return mappers.event_detail(event, service.matched(event), page, next_cursor)
 
 
 @router.post(
@@ -139,6 +109,10 @@ def get_event(event_id: str, limit: Limit = 100, cursor: Cursor = None) -> Respo
     tags=TAGS,
     responses=docs(202, EventOut, 404, 409),
 )
-def redrive_event(event_id: str) -> Response[str]:
+def redrive_event(event_id: str) -> Response[EventOut]:
     event = service.redrive(current_app_id(), event_id, _now_ms())
-    return json_response(202, event_view(event))
+    return Response(
+        status_code=202,
+        content_type=content_types.APPLICATION_JSON,
+        body=mappers.event_out(event, service.matched(event)),
+    )

@@ -6,11 +6,11 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from edgecron import clock
+from edgecron.api import mappers
 from edgecron.api.context import current_app_id
-from edgecron.api.idempotency import Answer, IdempotencyKey, run_once
-from edgecron.api.pagination import Cursor, Limit, decode_cursor, page_body
-from edgecron.api.responses import docs, json_response
-from edgecron.data import retry_policies as data
+from edgecron.api.idempotency import IdempotencyKey, run_once
+from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor
+from edgecron.api.responses import docs
 from edgecron.schemas.retry_policies import (
     RetryPolicyCreate,
     RetryPolicyOut,
@@ -18,7 +18,6 @@ from edgecron.schemas.retry_policies import (
     RetryPolicyUpdate,
 )
 from edgecron.services import retry_policies as service
-from edgecron.services.views import retry_policy_view
 
 router = Router()
 TAGS = ["Retry Policies"]
@@ -27,26 +26,30 @@ TAGS = ["Retry Policies"]
 @router.post(
     "/v1/retry-policies", summary="Create a Retry Policy", tags=TAGS, responses=docs(201, RetryPolicyOut, 409)
 )
-def create_policy(body: RetryPolicyCreate, idempotency_key: IdempotencyKey = None) -> Response[str]:
+def create_policy(
+    body: RetryPolicyCreate, idempotency_key: IdempotencyKey = None
+) -> Response[RetryPolicyOut]:
     app_id = current_app_id()
 
-    def create(policy_id: str) -> Answer:
-        return 201, retry_policy_view(service.create(app_id, body, clock.to_ms(clock.now()), policy_id))
+    def create(policy_id: str) -> RetryPolicyOut:
+        return mappers.retry_policy_out(service.create(app_id, body, clock.to_ms(clock.now()), policy_id))
 
-    def recover(policy_id: str) -> Answer | None:
-        policy = data.get(app_id, policy_id, consistent=True)
-        return None if policy is None else (201, retry_policy_view(policy))
+    def recover(policy_id: str) -> RetryPolicyOut | None:
+        policy = service.find(app_id, policy_id, consistent=True)
+        return None if policy is None else mappers.retry_policy_out(policy)
 
-    return run_once(app_id, "retry-policies", idempotency_key, body.model_dump(), "rp", create, recover)
+    return run_once(app_id, "retry-policies", idempotency_key, body.model_dump(), "rp", 201, create, recover)
 
 
 @router.get(
     "/v1/retry-policies", summary="List Retry Policies", tags=TAGS, responses=docs(200, RetryPolicyPage)
 )
-def list_policies(limit: Limit = 20, cursor: Cursor = None) -> Response[str]:
+def list_policies(limit: Limit = 20, cursor: Cursor = None) -> RetryPolicyPage:
     app_id = current_app_id()
-    page = data.list_page(app_id, limit, decode_cursor(cursor, "app_id", app_id))
-    return json_response(200, page_body([retry_policy_view(p) for p in page.items], page.last_key))
+    page = service.list_page(app_id, limit, decode_cursor(cursor, "app_id", app_id))
+    return RetryPolicyPage(
+        data=[mappers.retry_policy_out(p) for p in page.items], next_cursor=encode_cursor(page.last_key)
+    )
 
 
 @router.get(
@@ -55,8 +58,8 @@ def list_policies(limit: Limit = 20, cursor: Cursor = None) -> Response[str]:
     tags=TAGS,
     responses=docs(200, RetryPolicyOut, 404),
 )
-def get_policy(policy_id: str) -> Response[str]:
-    return json_response(200, retry_policy_view(service.get(current_app_id(), policy_id)))
+def get_policy(policy_id: str) -> RetryPolicyOut:
+    return mappers.retry_policy_out(service.get(current_app_id(), policy_id))
 
 
 @router.patch(
@@ -65,9 +68,9 @@ def get_policy(policy_id: str) -> Response[str]:
     tags=TAGS,
     responses=docs(200, RetryPolicyOut, 404, 409),
 )
-def update_policy(policy_id: str, body: RetryPolicyUpdate) -> Response[str]:
+def update_policy(policy_id: str, body: RetryPolicyUpdate) -> RetryPolicyOut:
     policy = service.update(current_app_id(), policy_id, body, clock.to_ms(clock.now()))
-    return json_response(200, retry_policy_view(policy))
+    return mappers.retry_policy_out(policy)
 
 
 @router.delete(

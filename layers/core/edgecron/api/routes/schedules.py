@@ -9,16 +9,14 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from edgecron import clock
+from edgecron.api import mappers
 from edgecron.api.context import current_app_id
-from edgecron.api.idempotency import Answer, IdempotencyKey, run_once
-from edgecron.api.pagination import Cursor, Limit, decode_cursor, page_body
-from edgecron.api.responses import docs, json_response
-from edgecron.data import fires as fire_data
-from edgecron.data import runs as run_data
-from edgecron.data import schedules as data
+from edgecron.api.idempotency import IdempotencyKey, run_once
+from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor
+from edgecron.api.responses import docs
 from edgecron.schemas.schedules import FireList, ScheduleCreate, ScheduleOut, SchedulePage, ScheduleUpdate
+from edgecron.services import schedule_history as history
 from edgecron.services import schedules as service
-from edgecron.services.views import fire_view, schedule_view
 
 router = Router()
 TAGS = ["Schedules"]
@@ -30,26 +28,28 @@ TAGS = ["Schedules"]
     tags=TAGS,
     responses=docs(201, ScheduleOut, 404, 409, 413),
 )
-def create_schedule(body: ScheduleCreate, idempotency_key: IdempotencyKey = None) -> Response[str]:
+def create_schedule(body: ScheduleCreate, idempotency_key: IdempotencyKey = None) -> Response[ScheduleOut]:
     app_id = current_app_id()
 
-    def create(schedule_id: str) -> Answer:
-        return 201, schedule_view(service.create(app_id, body, clock.now(), schedule_id))
+    def create(schedule_id: str) -> ScheduleOut:
+        return mappers.schedule_out(service.create(app_id, body, clock.now(), schedule_id))
 
-    def recover(schedule_id: str) -> Answer | None:
-        schedule = data.get(app_id, schedule_id, consistent=True)
-        return None if schedule is None else (201, schedule_view(schedule))
+    def recover(schedule_id: str) -> ScheduleOut | None:
+        schedule = history.find(app_id, schedule_id, consistent=True)
+        return None if schedule is None else mappers.schedule_out(schedule)
 
     return run_once(
-        app_id, "schedules", idempotency_key, body.model_dump(mode="json"), "sch", create, recover
+        app_id, "schedules", idempotency_key, body.model_dump(mode="json"), "sch", 201, create, recover
     )
 
 
 @router.get("/v1/schedules", summary="List Schedules", tags=TAGS, responses=docs(200, SchedulePage))
-def list_schedules(limit: Limit = 20, cursor: Cursor = None) -> Response[str]:
+def list_schedules(limit: Limit = 20, cursor: Cursor = None) -> SchedulePage:
     app_id = current_app_id()
-    page = data.list_page(app_id, limit, decode_cursor(cursor, "app_id", app_id))
-    return json_response(200, page_body([schedule_view(s) for s in page.items], page.last_key))
+    page = history.list_page(app_id, limit, decode_cursor(cursor, "app_id", app_id))
+    return SchedulePage(
+        data=[mappers.schedule_out(s) for s in page.items], next_cursor=encode_cursor(page.last_key)
+    )
 
 
 @router.get(
@@ -58,11 +58,9 @@ def list_schedules(limit: Limit = 20, cursor: Cursor = None) -> Response[str]:
     tags=TAGS,
     responses=docs(200, ScheduleOut, 404),
 )
-def get_schedule(schedule_id: str, preview: Annotated[int, Query(ge=0, le=20)] = 0) -> Response[str]:
+def get_schedule(schedule_id: str, preview: Annotated[int, Query(ge=0, le=20)] = 0) -> ScheduleOut:
     schedule = service.get(current_app_id(), schedule_id)
-    return json_response(
-        200, schedule_view(schedule, service.preview(schedule, preview) if preview else None)
-    )
+    return mappers.schedule_out(schedule, service.preview(schedule, preview) if preview else None)
 
 
 @router.patch(
@@ -71,8 +69,8 @@ def get_schedule(schedule_id: str, preview: Annotated[int, Query(ge=0, le=20)] =
     tags=TAGS,
     responses=docs(200, ScheduleOut, 404, 409, 413),
 )
-def update_schedule(schedule_id: str, body: ScheduleUpdate) -> Response[str]:
-    return json_response(200, schedule_view(service.update(current_app_id(), schedule_id, body, clock.now())))
+def update_schedule(schedule_id: str, body: ScheduleUpdate) -> ScheduleOut:
+    return mappers.schedule_out(service.update(current_app_id(), schedule_id, body, clock.now()))
 
 
 @router.delete(
@@ -92,8 +90,8 @@ def delete_schedule(schedule_id: str) -> Response[str]:
     tags=TAGS,
     responses=docs(200, ScheduleOut, 404, 409),
 )
-def pause_schedule(schedule_id: str) -> Response[str]:
-    return json_response(200, schedule_view(service.pause(current_app_id(), schedule_id, clock.now())))
+def pause_schedule(schedule_id: str) -> ScheduleOut:
+    return mappers.schedule_out(service.pause(current_app_id(), schedule_id, clock.now()))
 
 
 @router.post(
@@ -102,8 +100,8 @@ def pause_schedule(schedule_id: str) -> Response[str]:
     tags=TAGS,
     responses=docs(200, ScheduleOut, 404, 409),
 )
-def resume_schedule(schedule_id: str) -> Response[str]:
-    return json_response(200, schedule_view(service.resume(current_app_id(), schedule_id, clock.now())))
+def resume_schedule(schedule_id: str) -> ScheduleOut:
+    return mappers.schedule_out(service.resume(current_app_id(), schedule_id, clock.now()))
 
 
 @router.get(
@@ -116,12 +114,12 @@ def list_fires(
     schedule_id: str,
     limit: Annotated[int, Query(ge=1, le=50, description="page size (1–50)")] = 20,
     cursor: Cursor = None,
-) -> Response[str]:
+) -> FireList:
     schedule = service.get(current_app_id(), schedule_id)
     now_ms = clock.to_ms(clock.now())
-    page = fire_data.recent(
-        schedule.schedule_id, limit, now_ms, decode_cursor(cursor, "schedule_id", schedule.schedule_id)
+    page, runs = history.fires_page(
+        schedule.schedule_id, limit, decode_cursor(cursor, "schedule_id", schedule.schedule_id), now_ms
     )
-    run_ids = [run_id for fire in page.items for run_id in fire.run_ids]
-    runs = {r.run_id: r for r in run_data.get_many(run_ids)}
-    return json_response(200, page_body([fire_view(f, runs, now_ms) for f in page.items], page.last_key))
+    return FireList(
+        data=[mappers.fire_out(f, runs, now_ms) for f in page.items], next_cursor=encode_cursor(page.last_key)
+    )

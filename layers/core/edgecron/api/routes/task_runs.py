@@ -9,12 +9,11 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from edgecron import clock
+from edgecron.api import mappers
 from edgecron.api.context import current_app_id
-from edgecron.api.idempotency import Answer, IdempotencyKey, run_once
-from edgecron.api.pagination import Cursor, Limit, decode_cursor, page_body
-from edgecron.api.responses import docs, json_response
-from edgecron.data import attempts as attempt_data
-from edgecron.data import runs as run_data
+from edgecron.api.idempotency import IdempotencyKey, run_once
+from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor
+from edgecron.api.responses import docs
 from edgecron.domain.vocabulary import ErrorKind, RunStatus, Source
 from edgecron.schemas.common import Id, Rfc3339
 from edgecron.schemas.task_runs import (
@@ -26,7 +25,6 @@ from edgecron.schemas.task_runs import (
     TaskRunPage,
 )
 from edgecron.services import task_runs as service
-from edgecron.services.views import attempt_view, run_view
 
 router = Router()
 TAGS = ["Task Runs"]
@@ -43,18 +41,18 @@ def _now_ms() -> int:
     tags=TAGS,
     responses=docs(201, TaskRunOut, 404, 409, 413, 429),
 )
-def create_run(body: TaskRunCreate, idempotency_key: IdempotencyKey = None) -> Response[str]:
+def create_run(body: TaskRunCreate, idempotency_key: IdempotencyKey = None) -> Response[TaskRunOut]:
     app_id = current_app_id()
 
-    def create(run_id: str) -> Answer:
-        return 201, run_view(service.create_direct(app_id, body, clock.now(), run_id))
+    def create(run_id: str) -> TaskRunOut:
+        return mappers.task_run_out(service.create_direct(app_id, body, clock.now(), run_id))
 
-    def recover(run_id: str) -> Answer | None:
-        run = run_data.get_for_app(app_id, run_id, _now_ms())
-        return None if run is None else (201, run_view(run))
+    def recover(run_id: str) -> TaskRunOut | None:
+        run = service.find(app_id, run_id, _now_ms())
+        return None if run is None else mappers.task_run_out(run)
 
     return run_once(
-        app_id, "task-runs", idempotency_key, body.model_dump(mode="json"), "run", create, recover
+        app_id, "task-runs", idempotency_key, body.model_dump(mode="json"), "run", 201, create, recover
     )
 
 
@@ -67,9 +65,9 @@ def list_runs(
     status: Annotated[RunStatus | None, Query()] = None,
     endpoint_id: Annotated[Id | None, Query()] = None,
     source: Annotated[Source | None, Query()] = None,
-) -> Response[str]:
+) -> TaskRunPage:
     app_id = current_app_id()
-    page = run_data.list_page(
+    page = service.list_page(
         app_id,
         limit,
         decode_cursor(cursor, "app_id", app_id),
@@ -78,14 +76,16 @@ def list_runs(
         endpoint_id=endpoint_id,
         source=source,
     )
-    return json_response(200, page_body([run_view(r, with_payload=False) for r in page.items], page.last_key))
+    return TaskRunPage(
+        data=[mappers.task_run_summary(r) for r in page.items], next_cursor=encode_cursor(page.last_key)
+    )
 
 
 @router.get(
     "/v1/task-runs/<run_id>", summary="Get a Task Run", tags=TAGS, responses=docs(200, TaskRunOut, 404)
 )
-def get_run(run_id: str) -> Response[str]:
-    return json_response(200, run_view(service.get(current_app_id(), run_id, _now_ms())))
+def get_run(run_id: str) -> TaskRunOut:
+    return mappers.task_run_out(service.get(current_app_id(), run_id, _now_ms()))
 
 
 @router.post(
@@ -94,8 +94,8 @@ def get_run(run_id: str) -> Response[str]:
     tags=TAGS,
     responses=docs(200, TaskRunOut, 404, 409),
 )
-def cancel_run(run_id: str) -> Response[str]:
-    return json_response(200, run_view(service.cancel(current_app_id(), run_id, _now_ms())))
+def cancel_run(run_id: str) -> TaskRunOut:
+    return mappers.task_run_out(service.cancel(current_app_id(), run_id, _now_ms()))
 
 
 @router.get(
@@ -104,10 +104,13 @@ def cancel_run(run_id: str) -> Response[str]:
     tags=TAGS,
     responses=docs(200, AttemptPage, 404),
 )
-def list_attempts(run_id: str, limit: Limit = 50, cursor: Cursor = None) -> Response[str]:
-    run = service.get(current_app_id(), run_id, _now_ms())
-    page = attempt_data.list_page(run.run_id, limit, decode_cursor(cursor, "run_id", run.run_id))
-    return json_response(200, page_body([attempt_view(a) for a in page.items], page.last_key))
+def list_attempts(run_id: str, limit: Limit = 50, cursor: Cursor = None) -> AttemptPage:
+    page = service.attempts_page(
+        current_app_id(), run_id, limit, decode_cursor(cursor, "run_id", run_id), _now_ms()
+    )
+    return AttemptPage(
+        data=[mappers.attempt_out(a) for a in page.items], next_cursor=encode_cursor(page.last_key)
+    )
 
 
 @router.get(
@@ -123,11 +126,13 @@ def list_dead_letters(
     since: Annotated[Rfc3339 | None, Query()] = None,
     until: Annotated[Rfc3339 | None, Query()] = None,
     error_kind: Annotated[ErrorKind | None, Query()] = None,
-) -> Response[str]:
+) -> TaskRunPage:
     app_id = current_app_id()
     filters = DeadLetterFilter(endpoint_id=endpoint_id, since=since, until=until, error_kind=error_kind)
     page = service.dead_letters(app_id, filters, limit, decode_cursor(cursor, "dl_app_id", app_id), _now_ms())
-    return json_response(200, page_body([run_view(r, with_payload=False) for r in page.items], page.last_key))
+    return TaskRunPage(
+        data=[mappers.task_run_summary(r) for r in page.items], next_cursor=encode_cursor(page.last_key)
+    )
 
 
 @router.post(
@@ -136,8 +141,8 @@ def list_dead_letters(
     tags=DL_TAGS,
     responses=docs(200, TaskRunOut, 404, 409),
 )
-def replay_one(run_id: str) -> Response[str]:
-    return json_response(200, run_view(service.replay(current_app_id(), run_id, _now_ms())))
+def replay_one(run_id: str) -> TaskRunOut:
+    return mappers.task_run_out(service.replay(current_app_id(), run_id, _now_ms()))
 
 
 @router.post(
@@ -146,8 +151,5 @@ def replay_one(run_id: str) -> Response[str]:
     tags=DL_TAGS,
     responses=docs(200, ReplayResult),
 )
-def replay_bulk(body: DeadLetterFilter) -> Response[str]:
-    result = service.replay_bulk(current_app_id(), body, _now_ms())
-    return json_response(
-        200, {"replayed": result.replayed, "skipped": result.skipped, "has_more": result.has_more}
-    )
+def replay_bulk(body: DeadLetterFilter) -> ReplayResult:
+    return mappers.replay_result(service.replay_bulk(current_app_id(), body, _now_ms()))

@@ -1,0 +1,28 @@
+"""Schedule reads for the API: the App's Schedules, and a Schedule's recent Fires with their runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgecron.data import fires as fire_data
+from edgecron.data import runs as run_data
+from edgecron.data import schedules as data
+from edgecron.data.models import FireModel, ScheduleModel, TaskRunModel
+from edgecron.data.paging import Page
+
+
+def find(app_id: str, schedule_id: str, *, consistent: bool = False) -> ScheduleModel | None:
+    return data.get(app_id, schedule_id, consistent=consistent)
+
+
+def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[ScheduleModel]:
+    return data.list_page(app_id, limit, cursor)
+
+
+def fires_page(
+    schedule_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: int
+) -> tuple[Page[FireModel], dict[str, TaskRunModel]]:
+    """Fires newest first and their Task Runs by id (one batch read)."""
+    page = fire_data.recent(schedule_id, limit, now_ms, cursor)
+    run_ids = [run_id for fire in page.items for run_id in fire.run_ids]
+    return page, {r.run_id: r for r in run_data.get_many(run_ids)}

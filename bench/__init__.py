@@ -1,3 +1,3 @@
-"""EdgeCron benchmarks (issue 9, brief §5): cost per million deliveries, fire precision, scan scaling,
+"""EdgeCron benchmarks: cost per million deliveries, fire precision, scan scaling,
 catch-up cost, batch concurrency and throughput. Run `python -m bench` (or `make bench`); the figures
 and how they are taken are in docs/benchmarks.md."""

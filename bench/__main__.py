@@ -36,7 +36,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--precision-schedules",
         type=_ints,
-        help="schedule counts, one measurement each (default 20,1: the brief's load, then one the "
+        help="schedule counts, one measurement each (default 20,1: the target load, then one the "
         "local stack can carry; smoke 1)",
     )
     parser.add_argument("--precision-cron", help="the schedules' cron (default every second; smoke */5)")

@@ -2,7 +2,7 @@
 
 The whole pipeline runs in-process against moto (API function → SQS → worker; API → fan-out → worker;
 scan → worker), every AWS request is counted by origin and operation (bench.meter), and the counts are
-priced with bench.prices. The headline follows the brief's §5 formula (Lambda requests and GB-s from the
+priced with bench.prices. The headline is the delivery path's formula (Lambda requests and GB-s from the
 measured handler wall time, SQS, DynamoDB read and write units, plus API Gateway for API-triggered runs);
 the costs the template adds beyond it (CloudWatch Logs, X-Ray, 90-day history storage) are priced next to
 it, and so is a Lambda duration model that replaces moto's in-process time with AWS-like latencies."""

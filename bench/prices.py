@@ -16,7 +16,7 @@ TEMPLATE = ROOT / "template.yaml"
 
 LAMBDA_VCPU_MB = 1769  # AWS: a function with 1,769 MB has the equivalent of one vCPU
 
-# Hosted alternatives, $ per million deliveries (list prices quoted by the brief).
+# Hosted alternatives, $ per million deliveries (their published list prices).
 QSTASH_PER_M = 10.0
 SVIX_PER_M = 100.0
 TARGET_PER_M = 3.0
@@ -24,7 +24,7 @@ TARGET_PER_M = 3.0
 
 @dataclass(frozen=True)
 class Prices:
-    """USD. The §5 formula uses the first block; the second block is what the template also runs."""
+    """USD. The delivery-path formula uses the first block; the second block is what the template also runs."""
 
     lambda_request: float = 0.20 / 1e6
     lambda_gb_s_arm64: float = 0.0000133334
@@ -33,7 +33,7 @@ class Prices:
     dynamodb_wru: float = 0.625 / 1e6  # on-demand write request unit
     dynamodb_rru: float = 0.125 / 1e6  # on-demand read request unit
     api_gateway_http_request: float = 1.00 / 1e6  # HTTP API, first 300 M per month
-    # beyond the §5 formula
+    # beyond the delivery-path formula
     sns_publish: float = 0.50 / 1e6
     kms_request: float = 0.03 / 10_000
     secrets_manager_request: float = 0.05 / 10_000

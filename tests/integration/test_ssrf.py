@@ -32,7 +32,7 @@ from tests.integration.conftest import Pump
 
 LOCAL = ["127.0.0.0/8", "::1/128"]  # what the test env (and the local stack) allow
 
-# One address in every forbidden range of issue 7 (and the ones the guard adds).
+# One address in every forbidden range (docs/security.md), and the ones the guard adds.
 FORBIDDEN = [
     ("private-10", "10.0.0.1"),
     ("private-172", "172.16.5.4"),

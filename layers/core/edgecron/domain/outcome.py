@@ -2,7 +2,7 @@
 
 Pure module: the current time and the random draw are parameters.
 
-Decision table (brief section 2, item 1), evaluated in this order:
+Decision table, evaluated in this order:
 
 ====================================  ===========  ==============================
 attempt                               retryable?   outcome

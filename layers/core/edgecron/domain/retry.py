@@ -82,10 +82,10 @@ DEFAULT_POLICY: Final = RetryPolicySpec(
     # With the fixed strategy max_delay_sec only bounds a 429 Retry-After delay:
     # an hour lets a receiver ask for a longer pause than the 5 minute backoff.
     max_delay_sec=3600,
-    # No jitter by default: the brief's default is "fixed 300 s", taken literally.
+    # No jitter by default: the documented default is exactly "fixed 300 s".
     jitter=False,
 )
-"""The default policy (brief section 9): 3 attempts, fixed 300 s, no jitter."""
+"""The default policy: 3 attempts, fixed 300 s, no jitter."""
 
 
 def _is_int(value: object) -> bool:

@@ -1,0 +1,52 @@
+"""The layers keep to their roles: routes reach DynamoDB only through services, and product code never
+replaces a private attribute of a dependency (the emulator's work-arounds live in edgecron_cli.local)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ROUTES = ROOT / "layers" / "core" / "edgecron" / "api" / "routes"
+PRODUCT = [ROOT / "layers" / "core" / "edgecron", ROOT / "functions"]
+
+
+def imported_modules(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_no_route_imports_the_data_layer() -> None:
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(
+            m for m in imported_modules(path) if m.startswith("edgecron.data")
+        )
+        for path in ROUTES.glob("*.py")
+    }
+    assert {path: mods for path, mods in offenders.items() if mods} == {}
+
+
+def test_product_code_assigns_no_private_attribute_of_another_module() -> None:
+    found = []
+    for base in PRODUCT:
+        for path in base.rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                targets = node.targets if isinstance(node, ast.Assign) else []
+                if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                    targets = [node.target]
+                for target in targets:
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and target.attr.startswith("_")
+                        and not target.attr.startswith("__")
+                        and not (isinstance(target.value, ast.Name) and target.value.id in {"self", "cls"})
+                    ):
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(target)}")
+    assert found == []

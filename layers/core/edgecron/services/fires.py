@@ -37,23 +37,10 @@ def run_settled(run: TaskRunModel, status: str, now_ms: int) -> None:
     fire = fire_data.get(run.source_id, int(run.fire_at))
     if fire is None or fire.status not in fire_data.OPEN:
         return
-    if not fire.paged and list(fire.run_ids) == [run.run_id]:
-        _settle_from_run(fire, run, status, now_ms)
-        return
     # a broadcast Fire counts the run; its runs are read once, when the last one is counted
     if fire.paged and not (fire_data.count_settled_runs(fire) and fire_data.all_counted(fire)):
         return
     settle_if_done(fire, now_ms, known={run.run_id: status})
-
-
-def _settle_from_run(fire: FireModel, run: TaskRunModel, status: str, now_ms: int) -> None:
-    """A Fire of one Endpoint settles from its one run, as the caller holds it: nothing to read."""
-    final = fire_status([status])
-    if final is None:
-        return
-    error = run.last_error if status in (st.FAILED, st.DEAD_LETTER) else None
-    if fire_data.settle(fire, final, now_ms, error):
-        after_settle(fire, final, now_ms, error)
 
 
 def schedule_stopped(run: TaskRunModel) -> bool:

@@ -27,7 +27,7 @@ OUTAGES = (
     ("1 minute", timedelta(minutes=1)),
     ("1 day", timedelta(days=1)),
     ("30 days", timedelta(days=30)),
-    ("365 days", timedelta(days=365)),  # beyond the brief: shows the trend
+    ("365 days", timedelta(days=365)),  # beyond the target's range: shows the trend
 )
 BRIEF_OUTAGES = ("1 minute", "1 day", "30 days")  # the ones judged against the target
 APPLY_OUTAGES = BRIEF_OUTAGES

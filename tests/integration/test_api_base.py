@@ -275,7 +275,7 @@ def test_a_body_that_is_not_utf8_is_a_400_for_a_caller_with_a_key_and_a_401_with
     answers in the error format, and only to a caller with a key."""
     import base64
 
-    from tests.support.harness import api_event, invoke, response_body
+    from edgecron_testing.harness import api_event, invoke, response_body
 
     def send(key: str | None) -> tuple[int, object]:
         event = api_event(

@@ -281,3 +281,76 @@ def test_a_poisoned_run_of_a_broadcast_fire_is_a_dead_letter_and_settles_its_fir
     fire = fire_data.get(schedule_id, fire_at)
     assert fire is not None and fire.status == "FAILED"
     drain_queues()
+
+
+def test_an_auto_pause_from_a_dead_fan_out_cancels_the_runs_of_another_open_broadcast_fire(
+    pump: Pump,
+) -> None:
+    """The fan-out DLQ consumer settles the third failed Fire in a row: the auto-pause cancels the
+    waiting runs of the schedule's other open broadcast Fire, read page by page."""
+    from edgecron.data.models import ScheduleModel
+
+    fixed = clock.FixedClock(T0)
+    clock.set_clock(fixed)
+    app_id, key = new_app("broadcast-dead-pause")
+    bulk_endpoints(app_id, 2, "http://127.0.0.1:9/dead-pause")
+    schedule_id = call_api("POST", "/v1/schedules", key=key, body={"cron": "* * * * *"}).body["id"]
+    stored = schedule_data.get(app_id, schedule_id)
+    assert stored is not None and stored.last_fire_at is not None
+    first = int(stored.last_fire_at)  # dispatched by the create: its page 0 is queued
+    stored.update(actions=[ScheduleModel.consecutive_failures.set(2)])
+    assert pump.once("FanoutQueue", "fanout", batch=1) == 1  # the first Fire's runs exist, waiting
+    dropped_deliveries()
+    fixed.advance(30)
+    invoke("scan", load_event("scan.json"))  # the next Fire: its page 0 is queued
+    assert pump.once("FanoutQueue", "fanout_dlq", batch=1) == 1  # as if every fan-out attempt failed
+    paused = schedule_data.get(app_id, schedule_id)
+    assert paused is not None and paused.status == "PAUSED"
+    fire = fire_data.get(schedule_id, first)
+    assert fire is not None and fire.status == "CANCELLED"
+    runs = [r for r in app_runs(app_id) if r.fire_at == first]
+    assert len(runs) == 2 and {r.status for r in runs} == {"cancelled"}
+    drain_queues()
+
+
+def test_a_broadcast_fire_settles_from_a_counter_without_rereading_its_runs_on_each_finish(
+    pump: Pump, small_pages: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each finished run of a broadcast Fire is counted on the Fire; its runs are read once, when
+    the last one finishes, so settling a Fire of n runs reads O(n) runs, not O(n^2)."""
+    from edgecron.domain import run_states as st
+    from edgecron.services import fires
+
+    fixed = clock.FixedClock(T0)
+    clock.set_clock(fixed)
+    app_id, key = new_app("broadcast-counter")
+    bulk_endpoints(app_id, 240, "http://127.0.0.1:9/counter")
+    schedule_id = call_api("POST", "/v1/schedules", key=key, body={"cron": "0 0 1 1 *"}).body["id"]
+    stored = schedule_data.get(app_id, schedule_id)
+    assert stored is not None and stored.next_fire_at is not None
+    fire_at = int(stored.next_fire_at)
+    fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))
+    invoke("scan", load_event("scan.json"))
+    assert fan_out_pages(pump)[0] == 4  # 60 endpoints a page
+    fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC))
+    read = 0
+    real_get_many = run_data.get_many
+
+    def counting_get_many(run_ids: list[str], **kwargs: Any) -> list[Any]:
+        nonlocal read
+        read += len(run_ids)
+        return real_get_many(run_ids, **kwargs)
+
+    monkeypatch.setattr(run_data, "get_many", counting_get_many)
+    runs = sorted((r for r in app_runs(app_id) if r.source == "schedule"), key=lambda r: r.run_id)
+    assert len(runs) == 240
+    now_ms = clock.to_ms(clock.now())
+    for run in runs:
+        claimed = run_data.claim(run.run_id, now_ms)
+        assert claimed is not None
+        assert run_data.finish(claimed, st.SUCCESS, now_ms, status_code=200)
+        fires.run_settled(claimed, st.SUCCESS, now_ms)
+    fire = fire_data.get(schedule_id, fire_at)
+    assert fire is not None and fire.status == "COMPLETED"
+    assert read <= 2 * len(runs)
+    drain_queues()

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from edgecron.services import compensation
-from edgecron_testing.harness import invoke, load_event
+from edgecron import clock
+from edgecron.data import fires as fire_data
+from edgecron.data import schedules as schedule_data
+from edgecron.services import fire_pipeline
+from edgecron_testing.harness import call_api, invoke, load_event
 from edgecron_testing.receiver import Receiver
+from tests.integration.conftest import Pump, drain_queues, new_app
 
 
 @pytest.fixture
@@ -46,9 +51,29 @@ def test_a_failing_catch_up_still_answers_failed(cfn: Receiver, monkeypatch: pyt
     def broken(*args: object, **kwargs: object) -> object:
         raise RuntimeError("DynamoDB unavailable")
 
-    monkeypatch.setattr(compensation, "dispatch_schedules", broken)
+    monkeypatch.setattr(fire_pipeline, "dispatch_due_schedules", broken)
     event = load_event("cfn-update.json") | {"ResponseURL": cfn.url("/cfn-response")}
     result = invoke("compensation", event)
     answer = answer_of(cfn)
     assert result["Status"] == "FAILED" and answer["Status"] == "FAILED"
     assert "DynamoDB unavailable" in str(answer["Reason"])
+
+
+def test_the_deploy_catch_up_hands_a_due_broadcast_fire_to_the_fan_out(cfn: Receiver, pump: Pump) -> None:
+    """A schedule bound to every Endpoint, due within the look-ahead at deploy time: the catch-up
+    creates its Fire and sends the fan-out its first page."""
+    fixed = clock.FixedClock(datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC))
+    clock.set_clock(fixed)
+    app_id, key = new_app("compensation-broadcast")
+    call_api("POST", "/v1/endpoints", key=key, body={"url": "http://127.0.0.1:9/deploy"})
+    schedule_id = call_api("POST", "/v1/schedules", key=key, body={"cron": "0 0 1 1 *"}).body["id"]
+    stored = schedule_data.get(app_id, schedule_id)
+    assert stored is not None and stored.next_fire_at is not None
+    fire_at = int(stored.next_fire_at)
+    fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))
+    result = invoke("compensation", load_event("cfn-update.json") | {"ResponseURL": cfn.url("/cfn-response")})
+    assert result["Status"] == "SUCCESS"
+    fire = fire_data.get(schedule_id, fire_at)
+    assert fire is not None and fire.paged
+    assert pump.once("FanoutQueue", "fanout", batch=1) == 1  # the Fire's first page
+    drain_queues()

@@ -96,11 +96,15 @@ def test_get_shows_next_fire_time_and_preview_in_the_zone(app_key: str, fixed: c
     assert six["next_fire_time"] == "2026-06-01T12:00:15.000Z"
 
 
-def test_every_second_schedule_dispatches_each_fire_once(app_key: str, fixed: clock.FixedClock) -> None:
+def test_every_second_schedule_dispatches_each_fire_once(
+    app_key: str, fixed: clock.FixedClock, pump: Pump
+) -> None:
     app_id = call_api("GET", "/v1/usage", key=app_key)
     ep = endpoint(app_key)
     s = schedule(app_key, cron="* * * * * *", endpoint_ids=[ep])
-    # the create dispatched the look-ahead window (70 s) at once
+    # the create dispatched the next five seconds, and the fan-out the rest of the window (70 s)
+    assert len(fires_of(s["id"])) == 5
+    assert pump.once("FanoutQueue", "fanout", batch=1) == 1
     fires = fires_of(s["id"])
     assert len(fires) == 70
     assert [int(f.fire_at) for f in fires] == [clock.to_ms(T0) + 1000 * i for i in range(1, 71)]
@@ -211,6 +215,7 @@ def test_pause_after_lookahead_enqueue_cancels_the_runs(app_key: str, receiver: 
     ep = endpoint(app_key, receiver.url("/p"))
     start = datetime.now(UTC).replace(microsecond=0)
     s = schedule(app_key, cron="*/3 * * * * *", endpoint_ids=[ep], payload={"k": 1})
+    assert pump.once("FanoutQueue", "fanout", batch=1) == 1  # the rest of the create's window
     assert len(fires_of(s["id"])) > 10  # dispatched ahead
     paused = call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key)
     assert paused.status == 200 and paused.body["status"] == "PAUSED" and paused.body["next_fire_time"]
@@ -331,10 +336,11 @@ def test_moving_a_one_time_schedule_cancels_the_fire_dispatched_ahead(
 
 
 def test_editing_a_cron_cancels_only_the_fires_it_no_longer_has(
-    app_key: str, fixed: clock.FixedClock
+    app_key: str, fixed: clock.FixedClock, pump: Pump
 ) -> None:
     ep = endpoint(app_key)
     s = schedule(app_key, cron="*/10 * * * * *", endpoint_ids=[ep])
+    assert pump.once("FanoutQueue", "fanout", batch=1) == 1  # the rest of the create's window
     t0 = clock.to_ms(T0)
     assert open_fire_times(s["id"]) == [t0 + 10_000 * i for i in range(1, 8)]
     call_api("PATCH", f"/v1/schedules/{s['id']}", key=app_key, body={"cron": "*/20 * * * * *"})
@@ -424,3 +430,29 @@ def test_a_run_a_dead_worker_held_at_pause_is_not_delivered_after_it(
     run = run_data.get(run_id, consistent=True)
     assert run is not None and run.status == "cancelled"
     assert [f.status for f in fires_of(s["id"])] == ["CANCELLED"]
+
+
+def test_a_scan_that_read_a_schedule_before_an_edit_dispatches_the_edited_schedule(
+    fixed: clock.FixedClock,
+) -> None:
+    """The edit lands between the scan's read and its Fire: the Fire is built from the edited
+    schedule (its new Endpoint and payload), never from the copy the scan read first."""
+    app_id, app_key = new_app("edit-race")
+    old_ep, new_ep = endpoint(app_key), endpoint(app_key)
+    created = schedule(app_key, cron="0 0 1 1 *", endpoint_ids=[old_ep], payload={"v": 1})
+    stale = schedule_data.get(app_id, created["id"], consistent=True)
+    assert stale is not None and stale.next_fire_at is not None
+    fire_at = int(stale.next_fire_at)
+    edited = call_api(
+        "PATCH",
+        f"/v1/schedules/{created['id']}",
+        key=app_key,
+        body={"endpoint_ids": [new_ep], "payload": {"v": 2}},
+    )
+    assert edited.status == 200, edited.body
+    fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))
+    assert fire_dispatch.dispatch_due(stale, clock.now(), fire_at) == 1
+    [fire] = fires_of(created["id"])
+    assert list(fire.endpoint_ids) == [new_ep]
+    [run] = runs_of(app_id, created["id"])
+    assert run.endpoint_id == new_ep and run.payload == {"v": 2}

@@ -1,7 +1,7 @@
 """Fires: one row per (schedule_id, fire_at), created with a conditional write — the exactly-once
 anchor — in one transaction with a check that the schedule is still ACTIVE at the fire time the scan
-read, so a pause or delete that lands first leaves no Fire. `open_shard` keeps a Fire in the sparse
-`open_fires` index until it settles; `started_at` is set once its runs are enqueued (for a paged
+read, so a pause or delete that lands first leaves no Fire. `open_shard` keeps a Fire in the sparse,
+keys-only `open_fire_keys` index until it settles; `started_at` is set once its runs are enqueued (for a paged
 Fire: once its last fan-out page is recorded), so a Fire open without it was interrupted mid-dispatch.
 
 A Fire bound to listed Endpoints keeps their ids and its run ids on the item; a broadcast Fire
@@ -59,11 +59,13 @@ def create(
     error: str | None = None,
     paged: bool = False,
     while_next_fire_at: int | None = None,
+    while_version: int | None = None,
 ) -> tuple[FireModel | None, bool]:
     """Create the Fire unless it exists; returns (the stored Fire, created?). With
-    `while_next_fire_at`, only while the schedule is ACTIVE with that next fire time (one
-    transaction); (None, False) when it is not (paused, deleted or moved on since it was read) and
-    no such Fire exists."""
+    `while_next_fire_at`, only while the schedule is ACTIVE with that next fire time and, with
+    `while_version`, unchanged since it was read (one transaction): a Fire is never built from a
+    schedule an edit has replaced. (None, False) when the check fails (paused, deleted, edited or
+    moved on since it was read) and no such Fire exists."""
     is_open = status in OPEN
     fire = M(
         schedule_id=schedule_id,
@@ -84,7 +86,7 @@ def create(
     if while_next_fire_at is None:
         created, refused = save_if(fire, M.fire_at.does_not_exist()), False
     else:
-        created, refused = _create_while_active(fire, app_id, while_next_fire_at)
+        created, refused = _create_while_active(fire, app_id, while_next_fire_at, while_version)
     if created:
         return fire, True
     existing = get(schedule_id, fire_at_ms)
@@ -102,22 +104,23 @@ def create(
             error=error,
             paged=paged,
             while_next_fire_at=while_next_fire_at,
+            while_version=while_version,
         )
     return existing, False
 
 
-def _create_while_active(fire: FireModel, app_id: str, next_fire_at: int) -> tuple[bool, bool]:
+def _create_while_active(
+    fire: FireModel, app_id: str, next_fire_at: int, version: int | None
+) -> tuple[bool, bool]:
     """(created, refused by the schedule check). An existing Fire wins over a refusal: it was
     created while the schedule was ACTIVE, and its dispatch goes on (or is cancelled) from there."""
+    check = (S.status == ScheduleStatus.ACTIVE) & (S.next_fire_at == next_fire_at)
+    if version is not None:
+        check = check & (S.version == version)
     try:
         with fanout_pages.transaction() as tx:
             tx.save(fire, condition=M.fire_at.does_not_exist())
-            tx.condition_check(
-                S,
-                app_id,
-                fire.schedule_id,
-                condition=(S.status == ScheduleStatus.ACTIVE) & (S.next_fire_at == next_fire_at),
-            )
+            tx.condition_check(S, app_id, fire.schedule_id, condition=check)
     except TransactWriteError as exc:
         if exc.cause_response_code != "TransactionCanceledException":
             raise
@@ -199,6 +202,17 @@ def all_run_ids(fire: FireModel) -> list[str] | None:
     return run_ids_of(fire)
 
 
+def count_settled_runs(fire: FireModel, n: int = 1) -> bool:
+    """Count `n` runs of a broadcast Fire as final, while it is open; the item is refreshed, so the
+    caller sees whether every run it created is now counted (see all_counted)."""
+    return update_if(fire, [M.settled_runs.add(n)], M.status.is_in(*OPEN))
+
+
+def all_counted(fire: FireModel) -> bool:
+    """Whether a broadcast Fire is fully fanned out and each of its runs was counted final."""
+    return fire.started_at is not None and int(fire.settled_runs or 0) >= int(fire.run_count or 0)
+
+
 def settle(fire: FireModel, status: str, now_ms: int, error: str | None) -> bool:
     """Move a Fire to its final status once; only the winner counts it toward auto-pause."""
     actions: list[Any] = [M.status.set(status), M.finished_at.set(now_ms), M.open_shard.remove()]
@@ -220,15 +234,35 @@ def runs_of(fire: FireModel) -> list[tuple[str, str]]:
 
 def open_fires_of(schedule_id: str, *, recent_from_ms: int | None = None) -> Iterator[FireModel]:
     """The schedule's unsettled Fires (dispatched ahead, running, or waiting for retries). The
-    `open_fires` index is eventually consistent and may not show a Fire written a moment ago, so
+    `open_fire_keys` index is eventually consistent and may not show a Fire written a moment ago, so
     those from `recent_from_ms` on are read from the table itself, strongly consistent."""
     seen: set[int] = set()
     if recent_from_ms is not None:
         for fire in open_from(schedule_id, recent_from_ms):
             seen.add(int(fire.fire_at))
             yield fire
-    for fire in M.open_fires.query(open_shard(schedule_id), filter_condition=M.schedule_id == schedule_id):
-        if int(fire.fire_at) not in seen:
+    keys = M.open_fires.query(open_shard(schedule_id), filter_condition=M.schedule_id == schedule_id)
+    for fire in _open_items(key for key in keys if int(key.fire_at) not in seen):
+        yield fire
+
+
+def _open_items(keys: Iterator[FireModel]) -> Iterator[FireModel]:
+    """The Fires behind keys read from the keys-only index, still open (the index may lag a settle)."""
+    batch: list[tuple[str, int]] = []
+    for key in keys:
+        batch.append((key.schedule_id, int(key.fire_at)))
+        if len(batch) == 100:
+            yield from _still_open(batch)
+            batch = []
+    if batch:
+        yield from _still_open(batch)
+
+
+def _still_open(keys: list[tuple[str, int]]) -> Iterator[FireModel]:
+    found = {(f.schedule_id, int(f.fire_at)): f for f in M.batch_get(keys, consistent_read=True)}
+    for key in keys:  # in index order
+        fire = found.get(key)
+        if fire is not None and fire.status in OPEN:
             yield fire
 
 
@@ -244,9 +278,10 @@ def open_from(schedule_id: str, from_ms: int) -> Iterator[FireModel]:
 
 def interrupted(shard: str, before_ms: int) -> Iterator[FireModel]:
     """Open Fires whose dispatch never completed (a scan crashed between creating and enqueuing)."""
-    yield from M.open_fires.query(
-        shard, range_key_condition=M.fire_at < before_ms, filter_condition=M.started_at.does_not_exist()
-    )
+    keys = M.open_fires.query(shard, range_key_condition=M.fire_at < before_ms)
+    for fire in _open_items(iter(keys)):
+        if fire.started_at is None:
+            yield fire
 
 
 def recent(

@@ -149,8 +149,8 @@ class ScheduleModel(Model):
 
 class OpenFiresIndex(GlobalSecondaryIndex["FireModel"]):
     class Meta:
-        index_name = "open_fires"
-        projection = AllProjection()
+        index_name = "open_fire_keys"
+        projection = KeysOnlyProjection()
 
     open_shard = UnicodeAttribute(hash_key=True)
     fire_at = NumberAttribute(range_key=True)
@@ -173,6 +173,7 @@ class FireModel(Model):
     run_count = NumberAttribute(null=True)  # runs created so far (all of them once started_at is set)
     page_count = NumberAttribute(null=True)  # fan-out pages recorded so far
     progress_at = NumberAttribute(null=True)  # when the last fan-out page was recorded
+    settled_runs = NumberAttribute(null=True)  # a broadcast Fire's runs counted final (once each)
     open_shard = UnicodeAttribute(null=True)  # set until the Fire settles
     created_at = NumberAttribute()
     started_at = NumberAttribute(null=True)

@@ -113,6 +113,12 @@ def send_fire_fanout(
     )
 
 
+def send_schedule_dispatch(schedule_id: str, app_id: str, until_ms: int) -> None:
+    """Hand the rest of a new schedule's look-ahead window (its fires up to `until_ms`) to the
+    fan-out function, so the request that created it answers after its first few fires."""
+    _send_fanout({"schedule_id": schedule_id, "app_id": app_id, "dispatch_until": until_ms})
+
+
 def _send_fanout(body: dict[str, object]) -> None:
     message = json.dumps(body, separators=(",", ":"))
     client("sqs").send_message(QueueUrl=get_settings().fanout_queue_url, MessageBody=message)

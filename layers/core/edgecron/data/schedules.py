@@ -29,6 +29,15 @@ def get(app_id: str, schedule_id: str, *, consistent: bool = False) -> ScheduleM
         return None
 
 
+def reload(schedule: ScheduleModel) -> bool:
+    """Read the schedule again in place (strongly consistent); False if it was deleted."""
+    try:
+        schedule.refresh(consistent_read=True)
+    except DoesNotExist:
+        return False
+    return True
+
+
 def put_new(schedule: ScheduleModel) -> None:
     schedule.save(condition=M.schedule_id.does_not_exist())
 

@@ -1,4 +1,4 @@
-"""Missed-fire compensation ("catch-up"): a pure planner (seed 002 §6.5, brief §2 item 13).
+"""Missed-fire compensation ("catch-up"): a pure planner.
 
 No clock, no I/O: the caller passes ``now`` and applies the plan with its own conditional writes.
 

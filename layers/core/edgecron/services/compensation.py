@@ -12,8 +12,8 @@ import requests
 
 from edgecron import clock
 from edgecron.observability import logger
+from edgecron.services import fire_pipeline
 from edgecron.services.scan import ScanReport, dispatch_runs
-from edgecron.services.schedules_scan import dispatch_schedules
 
 ANSWER_MARGIN_SEC = 20  # stop working this long before the Lambda timeout, so CloudFormation is answered
 
@@ -28,7 +28,7 @@ class CfnAnswer:
 def catch_up(remaining_ms: int) -> dict[str, Any]:
     deadline = time.monotonic() + max(1.0, remaining_ms / 1000 - ANSWER_MARGIN_SEC)
     now = clock.now()
-    schedules = dispatch_schedules(now, deadline=deadline)
+    schedules = fire_pipeline.dispatch_due_schedules(now, deadline=deadline)
     runs = ScanReport()
     dispatch_runs(now, runs)
     return {

@@ -37,7 +37,7 @@ from edgecron.domain.event_filters import matches_any
 from edgecron.domain.events import Event
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import logger
-from edgecron.services import fires
+from edgecron.services import fire_dispatch, fire_pipeline
 from edgecron.services.events import run_id_for
 from edgecron.services.task_runs import enqueue_plan
 
@@ -58,6 +58,7 @@ class FanoutMessage:
     event_id: str | None = None
     schedule_id: str | None = None
     fire_at: int | None = None
+    dispatch_until: int | None = None  # a schedule's fires to dispatch up to this time (no page)
 
     def body(self) -> dict[str, Any]:
         owner: dict[str, Any] = (
@@ -90,6 +91,12 @@ def parse_message(body: str) -> FanoutMessage:
     data = json.loads(body)
     if not isinstance(data, dict) or not isinstance(data.get("app_id"), str):
         raise ValueError("fan-out message needs a string app_id")
+    if "dispatch_until" in data:
+        if not isinstance(data.get("schedule_id"), str) or not _is_int(data["dispatch_until"]):
+            raise ValueError("a schedule's dispatch message needs a string schedule_id and a dispatch_until")
+        return FanoutMessage(
+            data["app_id"], None, None, schedule_id=data["schedule_id"], dispatch_until=data["dispatch_until"]
+        )
     cursor, page = data.get("cursor"), data.get("page", None if data.get("cursor") else 0)
     if not isinstance(cursor, str | None) or not (page is None or _is_int(page)):
         raise ValueError("fan-out message needs a string or null cursor and a page number")
@@ -117,7 +124,21 @@ def fan_out(message: FanoutMessage, page_size: int | None = None) -> FanoutRepor
     """Process one page. Raises only on infrastructure errors (SQS redelivers the message)."""
     if message.event_id is not None:
         return _event_page(message, message.event_id, page_size or PAGE_SIZE)
+    if message.dispatch_until is not None:
+        return _schedule_window(message.app_id, str(message.schedule_id), message.dispatch_until)
     return _fire_page(message, page_size or FIRE_PAGE_SIZE)
+
+
+def _schedule_window(app_id: str, schedule_id: str, until_ms: int) -> FanoutReport:
+    """Dispatch a new schedule's fires up to `until_ms` (never past the look-ahead), in time order;
+    a paused, deleted or already dispatched schedule has nothing left to do here."""
+    now = clock.now()
+    schedule = schedule_data.get(app_id, schedule_id, consistent=True)
+    if schedule is None or schedule.status != ScheduleStatus.ACTIVE or schedule.next_fire_at is None:
+        return FanoutReport("skipped")
+    horizon = min(until_ms, clock.to_ms(now) + fire_dispatch.lookahead_ms())
+    handled = fire_pipeline.dispatch(schedule, now, horizon)
+    return FanoutReport("done" if handled else "skipped", handled, handled)
 
 
 def _page_number(message: FanoutMessage) -> int | None:
@@ -250,24 +271,7 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
 
 def _create_fire_runs(schedule: ScheduleModel, fire_at: int, endpoint_ids: list[str], now_ms: int) -> int:
     _, wake_at = enqueue_plan(fire_at, now_ms)
-    created = 0
-    for endpoint_id in endpoint_ids:
-        run = run_data.new_run(
-            run_id=fire_data.run_id(schedule.schedule_id, fire_at, endpoint_id),
-            app_id=schedule.app_id,
-            endpoint_id=endpoint_id,
-            source="schedule",
-            source_id=schedule.schedule_id,
-            payload=schedule.payload,
-            deliver_at_ms=fire_at,
-            wake_at_ms=wake_at,
-            now_ms=now_ms,
-            fire_at=fire_at,
-            retry_policy_id=schedule.retry_policy_id,
-        )
-        if run_data.put_new(run):
-            created += 1
-    return created
+    return sum(fire_dispatch.put_fire_run(schedule, fire_at, ep, wake_at, now_ms) for ep in endpoint_ids)
 
 
 def _after_last_page(schedule_id: str, fire_at: int, last_ids: list[str], now_ms: int) -> None:
@@ -280,9 +284,9 @@ def _after_last_page(schedule_id: str, fire_at: int, last_ids: list[str], now_ms
         return
     if not int(fire.run_count or 0):
         if fire_data.settle(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS):
-            fires.after_settle(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS)
+            fire_pipeline.after_settle(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS)
         return
-    fires.settle_if_done(fire, now_ms)
+    fire_pipeline.settle_if_done(fire, now_ms)
 
 
 def stop_fire(fire: FireModel, unrecorded_run_ids: list[str], now_ms: int) -> None:
@@ -329,5 +333,5 @@ def handle_dead_letter(body: str, receive_count: int) -> str:
     if fire.status not in fire_data.OPEN or not fire_data.settle(fire, fire_data.FAILED, now_ms, reason):
         return "already_final"
     logger.error("fire fan-out failed", extra={"schedule_id": fire.schedule_id, "reason": reason})
-    fires.after_settle(fire, fire_data.FAILED, now_ms, reason)
+    fire_pipeline.after_settle(fire, fire_data.FAILED, now_ms, reason)
     return "fire_failed"

@@ -89,6 +89,7 @@ def dispatch_fire(schedule: ScheduleModel, fire_at_ms: int, now_ms: int) -> Disp
         error=error,
         paged=paged and not over_quota,
         while_next_fire_at=fire_at_ms,
+        while_version=int(schedule.version),
     )
     if fire is None:
         return DispatchResult(None, False, 0)
@@ -122,20 +123,7 @@ def _dispatch_listed(schedule: ScheduleModel, fire: FireModel, created: bool, no
     send_now, wake_at = enqueue_plan(fire_at_ms, now_ms)
     messages = []
     for endpoint_id, run_id in zip(fire.endpoint_ids, fire.run_ids, strict=True):
-        run = run_data.new_run(
-            run_id=run_id,
-            app_id=schedule.app_id,
-            endpoint_id=endpoint_id,
-            source="schedule",
-            source_id=schedule.schedule_id,
-            payload=schedule.payload,
-            deliver_at_ms=fire_at_ms,
-            wake_at_ms=wake_at,
-            now_ms=now_ms,
-            fire_at=fire_at_ms,
-            retry_policy_id=schedule.retry_policy_id,
-        )
-        run_data.put_new(run)
+        put_fire_run(schedule, fire_at_ms, endpoint_id, wake_at, now_ms)
         messages.append(DeliveryMessage(run_id, schedule.app_id, due_ms=fire_at_ms))
     current = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True)
     if current is None or current.status != ScheduleStatus.ACTIVE:
@@ -149,6 +137,27 @@ def _dispatch_listed(schedule: ScheduleModel, fire: FireModel, created: bool, no
     return DispatchResult(fire, created, len(messages) if send_now else 0)
 
 
+def put_fire_run(
+    schedule: ScheduleModel, fire_at_ms: int, endpoint_id: str, wake_at_ms: int, now_ms: int
+) -> bool:
+    """The Task Run of one fire at one Endpoint (listed or fanned out), unless it exists; True if
+    this call created it."""
+    run = run_data.new_run(
+        run_id=run_id_for(schedule.schedule_id, fire_at_ms, endpoint_id),
+        app_id=schedule.app_id,
+        endpoint_id=endpoint_id,
+        source="schedule",
+        source_id=schedule.schedule_id,
+        payload=schedule.payload,
+        deliver_at_ms=fire_at_ms,
+        wake_at_ms=wake_at_ms,
+        now_ms=now_ms,
+        fire_at=fire_at_ms,
+        retry_policy_id=schedule.retry_policy_id,
+    )
+    return run_data.put_new(run)
+
+
 def _cancel_runs(fire: FireModel, now_ms: int) -> None:
     for run in run_data.get_many(list(fire.run_ids)):
         if run.status in st.CANCELLABLE:
@@ -156,24 +165,33 @@ def _cancel_runs(fire: FireModel, now_ms: int) -> None:
     fires.settle_if_done(fire, now_ms)
 
 
-def dispatch_due(schedule: ScheduleModel, now: datetime, horizon_ms: int) -> int:
-    """Dispatch every fire of `schedule` due up to `horizon_ms`, advancing it after each (step d).
-    Returns the number of fires handled; stops when another writer moved the schedule first."""
+def dispatch_due(
+    schedule: ScheduleModel, now: datetime, horizon_ms: int, *, limit: int = MAX_FIRES_PER_SCHEDULE_PER_TICK
+) -> int:
+    """Dispatch the fires of `schedule` due up to `horizon_ms` (at most `limit`), advancing it after
+    each (step d). Returns the number handled; stops when another writer moved the schedule first."""
     now_ms = clock.to_ms(now)
     handled = 0
-    while (
-        schedule.next_fire_at is not None
-        and schedule.next_fire_at <= horizon_ms
-        and handled < MAX_FIRES_PER_SCHEDULE_PER_TICK
-    ):
+    while schedule.next_fire_at is not None and schedule.next_fire_at <= horizon_ms and handled < limit:
         fire_at = int(schedule.next_fire_at)
-        if dispatch_fire(schedule, fire_at, now_ms).refused:
+        if dispatch_fire(schedule, fire_at, now_ms).refused and not _still_due(schedule, fire_at, now_ms):
             break  # paused, deleted or moved since it was read: the next scan reads it again
         nxt = next_after_ms(schedule, fire_at)
         if not schedule_data.advance(schedule, fire_at, nxt, now_ms):
             break
         handled += 1
     return handled
+
+
+def _still_due(schedule: ScheduleModel, fire_at_ms: int, now_ms: int) -> bool:
+    """A Fire refused because the schedule changed since it was read (an edit, a settled Fire's
+    count): read it again and, if it is still ACTIVE and due at the same time, dispatch from the
+    fresh copy, so no Fire is built from a replaced schedule and none is delayed to the next scan."""
+    if not schedule_data.reload(schedule):
+        return False
+    if schedule.status != ScheduleStatus.ACTIVE or schedule.next_fire_at != fire_at_ms:
+        return False
+    return not dispatch_fire(schedule, fire_at_ms, now_ms).refused
 
 
 def lookahead_ms() -> int:

@@ -35,8 +35,12 @@ def run_settled(run: TaskRunModel, status: str, now_ms: int) -> None:
     if run.source_id is None or run.fire_at is None:
         return
     fire = fire_data.get(run.source_id, int(run.fire_at))
-    if fire is not None and fire.status in fire_data.OPEN:
-        settle_if_done(fire, now_ms, known={run.run_id: status})
+    if fire is None or fire.status not in fire_data.OPEN:
+        return
+    # a broadcast Fire counts the run; its runs are read once, when the last one is counted
+    if fire.paged and not (fire_data.count_settled_runs(fire) and fire_data.all_counted(fire)):
+        return
+    settle_if_done(fire, now_ms, known={run.run_id: status})
 
 
 def schedule_stopped(run: TaskRunModel) -> bool:
@@ -159,13 +163,13 @@ def cancel_open(
 def cancel_fire(fire: FireModel, now_ms: int, reason: str) -> int:
     """Cancel a Fire's waiting runs and settle it from its runs. A run its dispatch has not created
     yet is written as cancelled first, so a dispatch still under way cannot create and send it."""
-    cancelled = 0
+    cancelled = ended = 0
     for page in fire_data.run_pages(fire):  # a broadcast Fire's runs, one fan-out page at a time
         existing = {r.run_id: r for r in run_data.get_many([run_id for _, run_id in page])}
         for endpoint_id, run_id in page:
             run = existing.get(run_id)
             if run is None:
-                run_data.put_cancelled(
+                ended += run_data.put_cancelled(
                     run_id=run_id,
                     app_id=fire.app_id,
                     endpoint_id=endpoint_id,
@@ -176,5 +180,13 @@ def cancel_fire(fire: FireModel, now_ms: int, reason: str) -> int:
                 )
             elif run.status in st.CANCELLABLE and run_data.cancel(run, now_ms, reason):
                 cancelled += 1
+    counted_runs_ended(fire, cancelled + ended)
     settle_if_done(fire, now_ms)
     return cancelled
+
+
+def counted_runs_ended(fire: FireModel, n: int) -> None:
+    """Runs of a broadcast Fire ended here rather than by a worker (cancelled, missed) are counted
+    too, so the runs still in flight settle the Fire when the last of them finishes."""
+    if fire.paged and n:
+        fire_data.count_settled_runs(fire, n)

@@ -18,7 +18,7 @@ from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
 from edgecron.observability import SCAN_DURATION_MS, logger, millis
-from edgecron.services import schedules_scan
+from edgecron.services import fire_pipeline
 from edgecron.services.delivery import record_lost_attempt
 from edgecron.services.scan_work import (
     DEFAULT_BUDGET_MS,
@@ -53,12 +53,12 @@ def run_scan(
     started = time.perf_counter()
     budget = Budget(remaining_ms) if remaining_ms is not None else Budget.of(DEFAULT_BUDGET_MS)
     report = ScanReport()
-    schedules = schedules_scan.ScheduleScanReport()
+    schedules = fire_pipeline.ScheduleScanReport()
     report.unfinished = run_fairly(
         {
             "runs": run_work(now, report, rebuild=rebuild),
-            "schedules": schedules_scan.schedule_work(now, schedules),
-            "interrupted": schedules_scan.interrupted_work(now, schedules),
+            "schedules": fire_pipeline.schedule_work(now, schedules),
+            "interrupted": fire_pipeline.interrupted_work(now, schedules),
         },
         budget,
     )
@@ -82,7 +82,7 @@ def dispatch_runs(now: datetime, report: ScanReport, *, rebuild: bool = False) -
 def run_work(now: datetime, report: ScanReport, *, rebuild: bool = False) -> Work:
     """Walk the wake index, one step per run: enqueue due waiting runs, release expired claims (a
     worker died and its message is gone), drop stale entries; then reconcile the schedule runs no
-    worker ever took (schedules_scan.reconcile_late). Messages are sent in batches as they come."""
+    worker ever took (fire_pipeline.reconcile_late). Messages are sent in batches as they come."""
     settings = get_settings()
     now_ms = clock.to_ms(now)
     horizon = now_ms + settings.lookahead_sec * 1000
@@ -101,7 +101,7 @@ def run_work(now: datetime, report: ScanReport, *, rebuild: bool = False) -> Wor
                 if len(outbox) >= 10:
                     flush(outbox, report)
                 yield
-        resend, late_report = schedules_scan.reconcile_late(late, now, queues_lost=rebuild, state=backlog)
+        resend, late_report = fire_pipeline.reconcile_late(late, now, queues_lost=rebuild, state=backlog)
         report.late_backlogged += late_report.backlogged
         report.late_missed += late_report.missed
         wake = now_ms + settings.redispatch_after_sec * 1000
@@ -136,7 +136,7 @@ def wake_one(
             # claims leave wake_at alone; one that outlives this window is looked at again
             # when it expires (within the window, the next scan sees the run anyway)
             run_data.wake_at_claim_expiry(run)
-    elif schedules_scan.is_late_first_delivery(run, now_ms):
+    elif fire_pipeline.is_late_first_delivery(run, now_ms):
         late.append(run)  # its message should have been consumed by now: a backlog, or lost
     elif run.deliver_at <= horizon:
         wake = int(run.deliver_at) + settings.redispatch_after_sec * 1000

@@ -1,5 +1,6 @@
 """Schedule use cases for the API: validate strictly, compute the next fire time, and dispatch the
-first look-ahead window at once so a new schedule never waits for the next scan tick."""
+first few seconds at once so a new schedule never waits for the next scan tick; the rest of its
+look-ahead window goes to the fan-out function, and whatever that misses to the scan."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from edgecron.data import endpoints as endpoint_data
 from edgecron.data import retry_policies as policy_data
 from edgecron.data import schedules as data
 from edgecron.data.models import ScheduleModel
+from edgecron.data.queues import send_schedule_dispatch
 from edgecron.domain import cron
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.errors import Conflict, NotFound, ParamInvalid
 from edgecron.schemas.schedules import ScheduleCreate, ScheduleUpdate
-from edgecron.services import fire_dispatch, fires
+from edgecron.services import fire_dispatch, fire_pipeline
 from edgecron.services.retry_policies import DEFAULT_ID
 from edgecron.services.task_runs import check_payload
 
@@ -147,7 +149,7 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
         raise Conflict("the schedule is changing concurrently; try again", "id")
     if _TIMING & changes.keys():
         now_ms = clock.to_ms(now)
-        fires.cancel_open(
+        fire_pipeline.cancel_open(
             schedule_id,
             now_ms,
             "schedule edited: it no longer fires at this time",
@@ -189,7 +191,7 @@ def _stop(app_id: str, schedule_id: str, now: datetime, reason: str) -> Schedule
             schedule.updated_at = clock.to_ms(now)
             if not data.save_if_version(schedule, version):
                 continue
-        fires.cancel_open(schedule_id, clock.to_ms(now), reason, last_fire_ms=_latest(schedule))
+        fire_pipeline.cancel_open(schedule_id, clock.to_ms(now), reason, last_fire_ms=_latest(schedule))
         return schedule
     raise Conflict("the schedule is changing concurrently; try again", "id")
 
@@ -228,7 +230,25 @@ def _latest(schedule: ScheduleModel) -> int | None:
     return int(schedule.last_fire_at) if schedule.last_fire_at is not None else None
 
 
+KICK_AHEAD_MS = 5_000  # a create (or resume, or timing edit) dispatches the fires of the next 5 s,
+KICK_FIRES = 3  # and at least this many of its window, before it answers
+
+
 def kick(schedule: ScheduleModel, now: datetime) -> None:
-    """Dispatch what is due before the next scan tick could see it."""
-    if schedule.status == ScheduleStatus.ACTIVE and schedule.next_fire_at is not None:
-        fire_dispatch.dispatch_due(schedule, now, clock.to_ms(now) + fire_dispatch.lookahead_ms())
+    """Dispatch the next few seconds (at least the next few fires) before answering, and hand the
+    rest of the look-ahead window to the fan-out function: a create of an every-second schedule
+    answers after five fires, not seventy, and the others are dispatched in time order before the
+    next scan tick could see them."""
+    if schedule.status != ScheduleStatus.ACTIVE or schedule.next_fire_at is None:
+        return
+    now_ms = clock.to_ms(now)
+    horizon = now_ms + fire_dispatch.lookahead_ms()
+    handled = fire_pipeline.dispatch(schedule, now, min(horizon, now_ms + KICK_AHEAD_MS))
+    if handled < KICK_FIRES:
+        fire_pipeline.dispatch(schedule, now, horizon, limit=KICK_FIRES - handled)
+    if (
+        schedule.status == ScheduleStatus.ACTIVE
+        and schedule.next_fire_at is not None
+        and schedule.next_fire_at <= horizon
+    ):
+        send_schedule_dispatch(schedule.schedule_id, schedule.app_id, horizon)

@@ -4,6 +4,7 @@ through the sparse `due` index, so their cost grows with the number of due sched
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -54,31 +55,47 @@ def dispatch_schedules(
 
 
 def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | None = None) -> Work:
-    """Due schedules one slice of fires at a time: catch each up if it lags, dispatch its fires up
-    to the horizon. A step is short (SLICE_MS of fire times), so the scan's deadline is kept."""
+    """Due schedules in fire-time order, one short slice of fires at a time: the earliest pending
+    fire of any schedule goes first, so with many every-second schedules no schedule waits for
+    another's whole look-ahead window. Each is caught up when it is first taken, if it lags."""
     now_ms = clock.to_ms(now)
     horizon = horizon_ms if horizon_ms is not None else now_ms + fire_dispatch.lookahead_ms()
-    start = first_shard(now_ms, get_settings().shards)
+    shards = get_settings().shards
+    start = first_shard(now_ms, shards)
+    incoming = heapq.merge(
+        *(schedule_data.due(str((start + i) % shards), horizon) for i in range(shards)),
+        key=lambda schedule: int(schedule.next_fire_at or 0),
+    )
+    taken: list[tuple[int, int, ScheduleModel, Iterator[None]]] = []  # by the next fire time to dispatch
+    seq = 0
     try:
-        for schedule in schedule_data.all_due(horizon, first_shard=start):
-            report.due_schedules += 1
-            steps = process_steps(schedule, now, horizon, report)
-            while True:
-                try:
-                    next(steps)
-                except StopIteration:
-                    break
-                except Exception:  # one broken schedule must not stop the others
-                    report.item_failures += 1
-                    item_failed("schedule", schedule.schedule_id)
-                    break
+        upcoming = next(incoming, None)
+        while upcoming is not None or taken:
+            if upcoming is not None and (not taken or int(upcoming.next_fire_at or 0) <= taken[0][0]):
+                schedule, upcoming = upcoming, next(incoming, None)
+                report.due_schedules += 1
+                steps = process_steps(schedule, now, horizon, report)
+            else:
+                _, _, schedule, steps = heapq.heappop(taken)
+            try:
+                next(steps)
+            except StopIteration:
                 yield
+                continue
+            except Exception:  # one broken schedule must not stop the others
+                report.item_failures += 1
+                item_failed("schedule", schedule.schedule_id)
+                yield
+                continue
+            if schedule.next_fire_at is not None and schedule.next_fire_at <= horizon:
+                seq += 1
+                heapq.heappush(taken, (int(schedule.next_fire_at), seq, schedule, steps))
             yield
     finally:
         count(DUE_SCHEDULES, report.due_schedules)
 
 
-SLICE_MS = 10_000  # fire times dispatched per step of one schedule (ten for an every-second one)
+SLICE_MS = 1_000  # fire times dispatched per step of one schedule (one for an every-second one)
 
 
 def process(schedule: ScheduleModel, now: datetime, horizon_ms: int, report: ScheduleScanReport) -> None:
@@ -282,10 +299,12 @@ def settle_late_fires(
             }
             if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
                 for t, fire in fires_at.items():
+                    ended = 0
                     for run in runs_at[t]:
                         if run.run_id in lost_ids and _unstarted(run):
-                            run_data.cancel_unstarted(run, now_ms, "schedule deleted or paused")
+                            ended += run_data.cancel_unstarted(run, now_ms, "schedule deleted or paused")
                     if fire is not None:
+                        fires.counted_runs_ended(fire, ended)
                         fires.settle_if_done(fire, now_ms)
                 continue
             started = {t for t, runs in runs_at.items() if any(_started(r) for r in runs)}
@@ -314,14 +333,18 @@ def miss(fire: FireModel | None, runs: list[TaskRunModel], now_ms: int) -> bool:
     """Cancel every run of a Fire none of whose runs started and record it MISSED; True if it was.
     A run a worker took meanwhile keeps the Fire open: it settles from its runs' outcomes."""
     cancelled_all = fire is not None and len(runs) == len(fire_data.run_ids_of(fire))
+    ended = 0
     for run in runs:
         if run.status == st.CANCELLED:
             continue
-        if not (_unstarted(run) and run_data.cancel_unstarted(run, now_ms, MISSED_REASON)):
+        if _unstarted(run) and run_data.cancel_unstarted(run, now_ms, MISSED_REASON):
+            ended += 1
+        else:
             cancelled_all = False
     if fire is None:
         return False
     if not cancelled_all:
+        fires.counted_runs_ended(fire, ended)
         fires.settle_if_done(fire, now_ms)
         return False
     if not fire_data.settle(fire, fire_data.MISSED, now_ms, MISSED_REASON):

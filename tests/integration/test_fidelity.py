@@ -129,7 +129,9 @@ def test_ttl_deletion_covers_every_table_the_template_gives_a_ttl(ttl: TtlDeleti
         if resource.get("Type") == "AWS::DynamoDB::Table"
         and (resource.get("Properties") or {}).get("TimeToLiveSpecification", {}).get("Enabled")
     }
-    assert expected and set(ttl.tables()) == expected
+    # other stacks provisioned in the same moto (the provisioning tests) have their own tables
+    ours = {name for name in ttl.tables() if name.startswith(PROVISIONED.name_prefix)}
+    assert expected and ours == expected
 
 
 def test_an_item_needed_after_its_ttl_is_caught(fixed: clock.FixedClock, ttl: TtlDeletion) -> None:

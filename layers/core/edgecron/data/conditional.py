@@ -8,6 +8,8 @@ from typing import Any
 from pynamodb.exceptions import DeleteError, PutError, UpdateError
 from pynamodb.models import Model
 
+from edgecron.data.keys import at_version
+
 SAVE_ATTEMPTS = 5  # read-modify-save rounds (save_if_unchanged) before a concurrent change is a 409
 
 
@@ -39,9 +41,8 @@ def save_if(item: Model, condition: Any) -> bool:
 def save_if_unchanged(item: Any, exists: Any) -> bool:
     """Optimistic locking for read-modify-save: write `item` whole only if its stored `version` is
     still the one read (None = written before items had versions), and move the version on."""
-    model = type(item)
     read = item.version
-    unchanged = model.version.does_not_exist() if read is None else model.version == read
+    unchanged = at_version(type(item), read)
     item.version = int(read or 0) + 1
     if save_if(item, exists & unchanged):
         return True

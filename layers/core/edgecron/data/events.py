@@ -17,6 +17,7 @@ from edgecron import ids
 from edgecron.data import fanout_pages
 from edgecron.data.conditional import update_if
 from edgecron.data.expiry import is_alive
+from edgecron.data.keys import alive, time_window
 from edgecron.data.models import EndpointModel, EventModel, FanoutPageModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain.events import Event
@@ -109,14 +110,8 @@ def list_page(
     until_ms: int | None = None,
 ) -> Page[Event]:
     """Newest first; the time window is a key condition on the time-sortable event id."""
-    rk: Any = None
-    if since_ms is not None and until_ms is not None:
-        rk = M.event_id.between(id_floor(since_ms), id_floor(until_ms) + "~")
-    elif since_ms is not None:
-        rk = M.event_id >= id_floor(since_ms)
-    elif until_ms is not None:
-        rk = M.event_id <= id_floor(until_ms) + "~"
-    cond = M.expires_at.does_not_exist() | (M.expires_at > now_ms // 1000)
+    rk = time_window(M.event_id, since_ms, until_ms, floor=id_floor)
+    cond = alive(M, now_ms)
     if name:
         cond &= M.name == name
     page = query_page(M, app_id, limit, cursor, range_key_condition=rk, filter_condition=cond)

@@ -20,6 +20,7 @@ from edgecron.config import get_settings
 from edgecron.data import fanout_pages
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import expires_at_s
+from edgecron.data.keys import alive, at_version
 from edgecron.data.models import FanoutPageModel, FireModel, ScheduleModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain.vocabulary import FireStatus, ScheduleStatus
@@ -116,7 +117,7 @@ def _create_while_active(
     created while the schedule was ACTIVE, and its dispatch goes on (or is cancelled) from there."""
     check = (S.status == ScheduleStatus.ACTIVE) & (S.next_fire_at == next_fire_at)
     if version is not None:
-        check = check & (S.version == version)
+        check = check & at_version(S, version)
     try:
         with fanout_pages.transaction() as tx:
             tx.save(fire, condition=M.fire_at.does_not_exist())
@@ -288,8 +289,7 @@ def recent(
     schedule_id: str, limit: int, now_ms: int, cursor: dict[str, Any] | None = None
 ) -> Page[FireModel]:
     """Fires newest first (including those dispatched ahead of time), expired ones left out."""
-    alive = M.expires_at.does_not_exist() | (M.expires_at > now_ms // 1000)
-    return query_page(M, schedule_id, limit, cursor, newest_first=True, filter_condition=alive)
+    return query_page(M, schedule_id, limit, cursor, newest_first=True, filter_condition=alive(M, now_ms))
 
 
 def any_after(schedule_id: str, after_ms: int, until_ms: int) -> bool:

@@ -9,6 +9,7 @@ from edgecron import ids
 from edgecron.config import get_settings
 from edgecron.data.aws import client
 from edgecron.data.expiry import expires_at_s
+from edgecron.data.keys import alive
 from edgecron.data.models import NotificationModel
 from edgecron.data.paging import Page, query_page
 from edgecron.observability import ALERT_PUBLISH_FAILED, count, logger
@@ -32,8 +33,14 @@ def record(
 
 
 def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: int) -> Page[NotificationModel]:
-    alive = NotificationModel.expires_at.does_not_exist() | (NotificationModel.expires_at > now_ms // 1000)
-    return query_page(NotificationModel, app_id, limit, cursor, newest_first=True, filter_condition=alive)
+    return query_page(
+        NotificationModel,
+        app_id,
+        limit,
+        cursor,
+        newest_first=True,
+        filter_condition=alive(NotificationModel, now_ms),
+    )
 
 
 SUBJECT_MAX = 100  # SNS: at most 100 printable ASCII characters, no line breaks

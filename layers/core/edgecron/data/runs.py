@@ -16,6 +16,7 @@ from edgecron import ids
 from edgecron.config import get_settings
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import is_alive, run_expires_at_s
+from edgecron.data.keys import alive, time_key, time_window
 from edgecron.data.models import AttemptRecord, TaskRunModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain import run_states as st
@@ -25,7 +26,7 @@ M = TaskRunModel
 
 
 def created_key(created_ms: int, run_id: str) -> str:
-    return f"{created_ms:013d}#{run_id}"
+    return f"{time_key(created_ms)}#{run_id}"
 
 
 def new_run(
@@ -343,10 +344,6 @@ def wake_due(shard: str, until_ms: int | None) -> Iterator[TaskRunModel]:
                 yield run
 
 
-def _alive(now_ms: int) -> Any:
-    return M.expires_at.does_not_exist() | (M.expires_at > now_ms // 1000)
-
-
 def _by_app_key(entry: TaskRunModel) -> dict[str, Any]:
     """The `by_app` index key of an entry, in LastEvaluatedKey form (what the cursor carries)."""
     return {
@@ -402,14 +399,8 @@ def dead_letters_page(
     until_ms: int | None = None,
     error_kind: str | None = None,
 ) -> Page[TaskRunModel]:
-    rk: Any = None
-    if since_ms is not None and until_ms is not None:
-        rk = M.dead_key.between(f"{since_ms:013d}", f"{until_ms:013d}~")
-    elif since_ms is not None:
-        rk = M.dead_key >= f"{since_ms:013d}"
-    elif until_ms is not None:
-        rk = M.dead_key <= f"{until_ms:013d}~"
-    cond = _alive(now_ms)
+    rk = time_window(M.dead_key, since_ms, until_ms)
+    cond = alive(M, now_ms)
     if endpoint_id:
         cond &= M.endpoint_id == endpoint_id
     if error_kind:

@@ -11,6 +11,7 @@ from pynamodb.exceptions import DoesNotExist
 from edgecron import ids
 from edgecron.config import get_settings
 from edgecron.data.conditional import save_if, update_if
+from edgecron.data.keys import at_version
 from edgecron.data.models import ScheduleModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain.vocabulary import ScheduleStatus
@@ -45,7 +46,7 @@ def put_new(schedule: ScheduleModel) -> None:
 def save_if_version(schedule: ScheduleModel, version: int) -> bool:
     """Write the whole item if nobody changed it since `version` was read (user edits, pause).
     Sound only because every other write of a schedule moves `version` too."""
-    return save_if(schedule, M.version == version)
+    return save_if(schedule, at_version(M, version))
 
 
 def delete(schedule: ScheduleModel) -> None:

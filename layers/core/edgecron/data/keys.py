@@ -1,0 +1,52 @@
+"""Conditions and key ranges every table shares, defined once: what "alive" means for an item with
+a TTL, the key range of a time window on a time-prefixed sort key, and the compare-and-set check on
+an item's ``version``. Data modules build their queries and conditional writes from these."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pynamodb.attributes import Attribute
+from pynamodb.models import Model
+
+TIME_KEY_DIGITS = 13  # milliseconds since the epoch, zero-padded: string order is time order
+AFTER_ANY_SUFFIX = "~"  # sorts after every character a key's suffix uses (ids, '#', digits)
+
+
+def time_key(ms: int) -> str:
+    """The time prefix of a time-ordered sort key (``<ms>#<id>``)."""
+    return f"{ms:0{TIME_KEY_DIGITS}d}"
+
+
+def alive(model: type[Model], now_ms: int) -> Any:
+    """The filter that hides expired items: DynamoDB deletes TTL-expired items lazily (up to days
+    later, and moto never does), so every read of history applies it."""
+    table: Any = model  # every history model has `expires_at`
+    expires_at = table.expires_at
+    return expires_at.does_not_exist() | (expires_at > now_ms // 1000)
+
+
+def time_window(
+    key: Attribute[str], since_ms: int | None, until_ms: int | None, floor: Callable[[int], str] = time_key
+) -> Any:
+    """The range-key condition for sort keys that start with a time prefix (``floor(ms)``): every key
+    from ``since_ms`` through the whole millisecond ``until_ms``; None when neither bound is given."""
+    attr: Any = key
+    low = None if since_ms is None else floor(since_ms)
+    high = None if until_ms is None else floor(until_ms) + AFTER_ANY_SUFFIX
+    if low is not None and high is not None:
+        return attr.between(low, high)
+    if low is not None:
+        return attr >= low
+    if high is not None:
+        return attr <= high
+    return None
+
+
+def at_version(model: type[Model], version: int | None) -> Any:
+    """Compare-and-set: the write applies only if the stored ``version`` is still the one read
+    (None = an item written before items carried versions)."""
+    table: Any = model  # only versioned models are passed
+    stored = table.version
+    return stored.does_not_exist() if version is None else stored == version

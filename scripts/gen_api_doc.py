@@ -19,7 +19,7 @@ def render() -> str:
         "",
         "Generated from the OpenAPI document (`python scripts/gen_api_doc.py`); the live document is served",
         "at `GET /openapi.json` and browsable at `GET /docs`. Every `/v1` route needs",
-        "`Authorization: Bearer <key>` (an App key; the admin key for `/v1/apps`). Errors are",
+        "`Authorization: Bearer <key>` (an App key; the admin key for `/v1/apps`, and either for `/v1/account`). Errors are",
         '`{"error": {"code": "PARAM_INVALID", "message": "…", "field": "…"}}`; lists take `?limit=&cursor=` and',
         "answer `next_cursor`; creates accept an `Idempotency-Key` header (24 h).",
         "",

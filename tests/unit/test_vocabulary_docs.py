@@ -22,6 +22,7 @@ SECTIONS: dict[str, type[StrEnum]] = {
     "Fan-out status": v.FanoutStatus,
     "Retry strategy": v.RetryStrategy,
     "HTTP method": v.HttpMethod,
+    "API key role": v.KeyRole,
 }
 
 

@@ -4,16 +4,27 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
+from edgecron.domain.vocabulary import KeyRole
 from edgecron.errors import Unauthorized
 
 _app_id: ContextVar[str | None] = ContextVar("edgecron_app_id", default=None)
+_admin: ContextVar[bool] = ContextVar("edgecron_admin", default=False)
 _time_left_ms: ContextVar[int | None] = ContextVar("edgecron_time_left_ms", default=None)
 #: Lambda's largest function timeout: no invocation runs longer, whatever its configuration.
 MAX_INVOCATION_MS = 900_000
 
 
-def set_app_id(app_id: str | None) -> None:
+def set_app_id(app_id: str | None, *, admin: bool = False) -> None:
     _app_id.set(app_id)
+    _admin.set(admin)
+
+
+def current_role() -> KeyRole:
+    """Which kind of key made the request (the routes that accept either kind ask)."""
+    if _admin.get():
+        return KeyRole.ADMIN
+    current_app_id()  # 401 without an App key
+    return KeyRole.APP
 
 
 def current_app_id() -> str:

@@ -15,12 +15,13 @@ from edgecron.domain.vocabulary import (
     ErrorKind,
     FanoutStatus,
     FireStatus,
+    KeyRole,
     MissedPolicy,
     RunStatus,
     ScheduleStatus,
     Source,
 )
-from edgecron.schemas.apps import AppCreated, AppOut
+from edgecron.schemas.apps import AccountOut, AppCreated, AppOut
 from edgecron.schemas.endpoints import EndpointOut, EndpointWithSecret
 from edgecron.schemas.events import EventDelivery, EventDetail, EventOut, EventSummary
 from edgecron.schemas.retry_policies import RetryPolicyOut
@@ -47,6 +48,10 @@ def app_out(app: App) -> AppOut:
 
 def app_created(app: App, api_key: str) -> AppCreated:
     return AppCreated(app=app_out(app), api_key=api_key)
+
+
+def account_out(role: KeyRole, app_id: str | None) -> AccountOut:
+    return AccountOut(role=role, app_id=app_id)
 
 
 def _endpoint_fields(ep: Endpoint) -> dict[str, Any]:

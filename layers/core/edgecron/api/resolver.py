@@ -37,8 +37,11 @@ ROUTERS = [
 ]
 TITLE = "EdgeCron API"
 ADMIN_PREFIX = "/v1/apps"
+ACCOUNT_PATH = "/v1/account"  # answers to the admin key as well as to App keys
 SECURITY: dict[str, SecurityScheme] = {
-    "bearerAuth": HTTPBearer(description="an App API key (ek_…) or, for /v1/apps, the admin key")
+    "bearerAuth": HTTPBearer(
+        description="an App API key (ek_…) or, for /v1/apps and /v1/account, the admin key"
+    )
 }
 
 
@@ -69,6 +72,9 @@ def _refusal(app: APIGatewayHttpResolver) -> Response[str] | None:
         return _unreadable_body(app)
     app_id = app_service.app_for_key(token)
     if app_id is None:
+        if path == ACCOUNT_PATH and app_service.is_admin_key(token):  # either kind of key may ask
+            set_app_id(None, admin=True)
+            return _unreadable_body(app)
         return unauthorized
     set_app_id(app_id)
     return _unreadable_body(app)

@@ -97,3 +97,10 @@ class HttpMethod(StrEnum):
     PATCH = "PATCH"
     GET = "GET"
     DELETE = "DELETE"
+
+
+class KeyRole(StrEnum):
+    """Which kind of API key made a request."""
+
+    ADMIN = "admin"
+    APP = "app"

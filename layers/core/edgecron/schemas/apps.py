@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from edgecron.domain.vocabulary import KeyRole
 from edgecron.schemas.common import Name, Strict
 
 
@@ -27,3 +28,8 @@ class AppOut(BaseModel):
 class AppCreated(BaseModel):
     app: AppOut
     api_key: str = Field(description="shown once; stored only as a hash")
+
+
+class AccountOut(BaseModel):
+    role: KeyRole = Field(description="admin: the operator's admin key; app: an App API key")
+    app_id: str | None = Field(description="the App of an App key; null for the admin key")

@@ -1,4 +1,4 @@
-"""Usage (billable triggers per month) and App notifications."""
+"""Who is calling (which kind of key), usage (billable triggers per month) and App notifications."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from edgecron import clock
 from edgecron.api import mappers
-from edgecron.api.context import current_app_id
+from edgecron.api.context import current_app_id, current_role
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor
 from edgecron.api.responses import docs
+from edgecron.domain.vocabulary import KeyRole
+from edgecron.schemas.apps import AccountOut
 from edgecron.schemas.schedules import NotificationPage, UsageOut
 from edgecron.services import apps as service
 
@@ -20,6 +22,17 @@ router = Router()
 Month = Annotated[
     str | None, Query(pattern=r"^\d{4}-(0[1-9]|1[0-2])$", description="YYYY-MM (UTC); default: now")
 ]
+
+
+@router.get(
+    "/v1/account",
+    summary="Which kind of key is calling (admin or app) and its App",
+    tags=["Account"],
+    responses=docs(200, AccountOut, 401),
+)
+def get_account() -> AccountOut:
+    role = current_role()
+    return mappers.account_out(role, current_app_id() if role == KeyRole.APP else None)
 
 
 @router.get(

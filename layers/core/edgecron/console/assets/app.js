@@ -35,22 +35,11 @@ function route() {
   return { page, id: id ? decodeURIComponent(id) : null, params: new URLSearchParams(query || "") };
 }
 
-/** "app" or "admin" for a key the API accepts. The admin check sends a create with an unknown
- * field: authentication answers before validation, so 401 means "not admin" and 400 creates nothing. */
+/** "app" or "admin" for a key the API accepts, as GET /v1/account tells it. */
 async function roleOf(key) {
-  try {
-    await api("GET", "/v1/usage", { key });
-    return "app";
-  } catch (err) {
-    if (err.status !== 401) throw err;
-  }
-  try {
-    await api("POST", "/v1/apps", { key, body: { probe: true } });
-  } catch (err) {
-    if (err.status === 400) return "admin";
-    throw err;
-  }
-  throw new Error("unexpected answer to the admin check");
+  const account = await api("GET", "/v1/account", { key });
+  if (account && (account.role === "app" || account.role === "admin")) return account.role;
+  throw new Error("unexpected answer to GET /v1/account");
 }
 
 function showSignIn(message) {

@@ -1,4 +1,5 @@
-"""A real HTTP receiver on 127.0.0.1 for tests: scripted answers per path, every request recorded."""
+"""A real HTTP receiver on 127.0.0.1 for tests: scripted answers per path, every request recorded,
+and the most requests of a path it has held open at once (to see concurrency without a clock)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,13 @@ class Reply:
     body: bytes = b"ok"
     headers: dict[str, str] = field(default_factory=dict)
     delay_sec: float = 0.0
+    # Hold the answers until this many requests of the path are open at once (0: do not hold); then
+    # they all go. A client that sends one at a time never gets there: after HOLD_GUARD_SEC the hold
+    # gives up for good on that path, so such a test ends (and fails on max_in_flight), not hangs.
+    together: int = 0
+
+
+HOLD_GUARD_SEC = 30.0
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,10 @@ class Receiver:
         self.requests: list[Received] = []
         self._script: dict[str, deque[Reply]] = defaultdict(deque)
         self._lock = threading.Lock()
+        self._open = threading.Condition(self._lock)
+        self._in_flight: dict[str, int] = defaultdict(int)
+        self._max_in_flight: dict[str, int] = defaultdict(int)
+        self._released: set[str] = set()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -56,6 +68,28 @@ class Receiver:
                     )
                     queue = receiver._script[path]
                     reply = queue.popleft() if len(queue) > 1 else (queue[0] if queue else Reply())
+                    receiver._in_flight[path] += 1
+                    receiver._max_in_flight[path] = max(
+                        receiver._max_in_flight[path], receiver._in_flight[path]
+                    )
+                    if reply.together and receiver._in_flight[path] >= reply.together:
+                        receiver._released.add(path)  # for good: an early answer must not re-close it
+                        receiver._open.notify_all()
+                    if (
+                        reply.together
+                        and path not in receiver._released
+                        and not receiver._open.wait_for(
+                            lambda: path in receiver._released, timeout=HOLD_GUARD_SEC
+                        )
+                    ):
+                        receiver._released.add(path)  # the hold gives up: answer this and the rest
+                try:
+                    self._answer(reply)
+                finally:
+                    with receiver._lock:
+                        receiver._in_flight[path] -= 1
+
+            def _answer(self, reply: Reply) -> None:
                 if reply.delay_sec:
                     time.sleep(reply.delay_sec)
                 try:
@@ -92,6 +126,11 @@ class Receiver:
     def received(self, path: str) -> list[Received]:
         with self._lock:
             return [r for r in self.requests if r.path == path]
+
+    def max_in_flight(self, path: str) -> int:
+        """The most requests of `path` that were open at the same time."""
+        with self._lock:
+            return self._max_in_flight[path]
 
     def wait_for(self, path: str, count: int, timeout: float = 10.0) -> list[Received]:
         deadline = time.time() + timeout

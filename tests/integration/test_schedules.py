@@ -248,22 +248,32 @@ def test_pause_after_lookahead_enqueue_cancels_the_runs(app_key: str, receiver: 
     assert {f.status for f in fires_of(s["id"])} <= {"CANCELLED", "COMPLETED", "FAILED"}
 
 
-def test_three_failed_fires_auto_pause_notify_and_resume_resets(receiver: Receiver, pump: Pump) -> None:
+def test_three_failed_fires_auto_pause_notify_and_resume_resets(
+    receiver: Receiver, pump: Pump, fixed: clock.FixedClock
+) -> None:
+    """Fires two minutes apart, each dispatched by a scan at its fire time (the look-ahead reaches no
+    further) and delivered by the worker: the third failure pauses the schedule, which cancels the
+    fourth fire that scan had already dispatched ahead."""
     _, key = new_app("autopause")
     receiver.script("/fail", Reply(400))
     policy = call_api("POST", "/v1/retry-policies", key=key, body={"max_attempts": 1}).body["id"]
     ep = endpoint(key, receiver.url("/fail"), retry_policy_id=policy)
-    base = datetime.now(UTC).replace(second=0, microsecond=0)
-    clock.set_clock(clock.ShiftedClock(base))  # time flows from hh:mm:00: four fires in the next 4 s
-    cron = f"1,2,3,4 {base.minute} {base.hour} * * *"
-    s = schedule(key, cron=cron, endpoint_ids=[ep], name="nightly")
-    pump.deliveries(quiet_for=2.5)
+    fixed.set(T0 - timedelta(minutes=2))  # created before its look-ahead reaches the first fire
+    s = schedule(key, cron="0 1,3,5,6 12 * * *", endpoint_ids=[ep], name="nightly")
+    assert fires_of(s["id"]) == []
+    for minute in (1, 3, 5):
+        fixed.set(T0.replace(minute=minute))
+        invoke("scan", {"detail": {}})  # at 12:05 it also dispatches 12:06, 60 s ahead
+        assert pump.deliveries() == 1
+    assert len(receiver.received("/fail")) == 3
     got = call_api("GET", f"/v1/schedules/{s['id']}", key=key).body
     assert got["status"] == "PAUSED" and got["consecutive_failures"] == 3
     notes = call_api("GET", "/v1/notifications", key=key).body["data"]
     assert [n["kind"] for n in notes] == ["SCHEDULE_AUTO_PAUSED"] and "nightly" in notes[0]["title"]
-    statuses = [f.status for f in fires_of(s["id"])]
-    assert statuses[:3] == ["FAILED"] * 3 and statuses[3] in {"CANCELLED", "FAILED"}, statuses
+    assert [f.status for f in fires_of(s["id"])] == ["FAILED"] * 3 + ["CANCELLED"]
+    fixed.set(T0.replace(minute=6))
+    invoke("scan", {"detail": {}})
+    assert pump.deliveries() == 0 and len(receiver.received("/fail")) == 3
     resumed = call_api("POST", f"/v1/schedules/{s['id']}/resume", key=key).body
     assert resumed["status"] == "ACTIVE" and resumed["consecutive_failures"] == 0
     again = call_api("POST", f"/v1/schedules/{s['id']}/resume", key=key).body

@@ -4,18 +4,18 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from edgecron.observability import logger, metrics, tracer
+from edgecron.schemas.messages import DeliveryDeadLetter, receive_count
 from edgecron.services.dead_letters import handle_poison
 
-processor = BatchProcessor(event_type=EventType.SQS)
+# Any body parses (one that is not a message stays text), so no record fails for its body.
+processor = BatchProcessor(event_type=EventType.SQS, model=DeliveryDeadLetter)
 
 
-def record_handler(record: SQSRecord) -> str:
-    receive_count = int(record.attributes.approximate_receive_count or 0)
-    return handle_poison(record.body, receive_count)
+def record_handler(record: DeliveryDeadLetter) -> str:
+    return handle_poison(record.body, receive_count(record))
 
 
 @logger.inject_lambda_context

@@ -4,18 +4,18 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from edgecron.observability import logger, metrics, tracer
-from edgecron.services.fanout import fan_out, parse_message
+from edgecron.schemas.messages import FanoutRecord
+from edgecron.services.fanout import fan_out, message_of
 
-processor = BatchProcessor(event_type=EventType.SQS)
+# A body that does not parse fails its record, until SQS moves it to the DLQ.
+processor = BatchProcessor(event_type=EventType.SQS, model=FanoutRecord)
 
 
-def record_handler(record: SQSRecord) -> str:
-    message = parse_message(record.body)  # a malformed message fails until SQS moves it to the DLQ
-    return fan_out(message).outcome
+def record_handler(record: FanoutRecord) -> str:
+    return fan_out(message_of(record.body)).outcome
 
 
 @logger.inject_lambda_context

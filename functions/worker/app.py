@@ -12,13 +12,14 @@ from aws_lambda_powertools.utilities.batch import (
     async_process_partial_response,
 )
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from edgecron.observability import logger, metrics, tracer
-from edgecron.services.delivery import deliver, parse_message
+from edgecron.schemas.messages import DeliveryRecord
+from edgecron.services.delivery import deliver
 
-processor = AsyncBatchProcessor(event_type=EventType.SQS)
+# A body that does not parse fails its record alone, until SQS moves it to the DLQ.
+processor = AsyncBatchProcessor(event_type=EventType.SQS, model=DeliveryRecord)
 # One thread per record of a full batch: asyncio's default executor has only cpu_count + 4 threads
 # (6 on a 2-vCPU function), which would serialize a batch of 10 slow endpoints into two rounds.
 deliveries = ThreadPoolExecutor(max_workers=10, thread_name_prefix="delivery")
@@ -27,13 +28,13 @@ deliveries = ThreadPoolExecutor(max_workers=10, thread_name_prefix="delivery")
 _ends_by: contextvars.ContextVar[float] = contextvars.ContextVar("ends_by", default=0.0)
 
 
-async def record_handler(record: SQSRecord) -> str:
-    run_id, app_id = parse_message(record.body)  # a malformed message fails until SQS moves it to the DLQ
+async def record_handler(record: DeliveryRecord) -> str:
+    message = record.body
     ends_by = _ends_by.get()
     # The executor's threads do not inherit context variables: carry the invocation's into each one.
     context = contextvars.copy_context()
     report = await asyncio.get_running_loop().run_in_executor(
-        deliveries, context.run, deliver, run_id, app_id, ends_by
+        deliveries, context.run, deliver, message.run_id, message.app_id, ends_by
     )
     return report.outcome
 

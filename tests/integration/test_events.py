@@ -18,6 +18,7 @@ from edgecron import clock, ids
 from edgecron.data import events as event_data
 from edgecron.data import runs as run_data
 from edgecron.data.models import EndpointModel, EventModel, TaskRunModel
+from edgecron.schemas.messages import FanoutBody
 from edgecron.services import events as event_service
 from edgecron.services import fanout
 from edgecron_testing.harness import call_api, invoke, sqs_event
@@ -496,9 +497,10 @@ def test_fan_out_messages_malformed_or_for_a_missing_event(pump: Pump) -> None:
     ]
     result = invoke("fanout", sqs_event(msgs, queue("FanoutQueue").arn))
     assert result == {"batchItemFailures": [{"itemIdentifier": "bad"}, {"itemIdentifier": "shape"}]}
-    assert fanout.parse_message('{"event_id": "e", "app_id": "a"}').cursor is None
+    parsed = fanout.message_of(FanoutBody.model_validate_json('{"event_id": "evt_e", "app_id": "app_a"}'))
+    assert parsed.cursor is None and parsed.page == 0
     with pytest.raises(ValueError):
-        fanout.parse_message('{"event_id": "e", "app_id": "a", "cursor": 5}')
+        FanoutBody.model_validate_json('{"event_id": "evt_e", "app_id": "app_a", "cursor": 5}')
 
 
 def test_a_publish_whose_fan_out_message_cannot_be_sent_is_undone(

@@ -10,7 +10,8 @@ from edgecron.data import runs as run_data
 from edgecron.data.models import TaskRunModel
 from edgecron.domain import run_states as st
 from edgecron.observability import DEAD_LETTERED, count, logger
-from edgecron.services.delivery import after_run_finished, parse_message, record_lost_attempt
+from edgecron.schemas.messages import DeliveryBody
+from edgecron.services.delivery import after_run_finished, record_lost_attempt
 
 
 def _healthy(run: TaskRunModel, now_ms: int) -> str | None:
@@ -24,14 +25,13 @@ def _healthy(run: TaskRunModel, now_ms: int) -> str | None:
     return None
 
 
-def handle_poison(body: str, receive_count: int) -> str:
-    """Returns what happened: dead_lettered | already_final | in_flight | scheduled | unknown_run |
-    unparseable."""
-    try:
-        run_id, _ = parse_message(body)
-    except ValueError:
+def handle_poison(body: DeliveryBody | str, receive_count: int) -> str:
+    """`body` is the text of a message that does not parse. Returns what happened: dead_lettered |
+    already_final | in_flight | scheduled | unknown_run | unparseable."""
+    if isinstance(body, str):
         logger.error("unparseable message in the delivery DLQ", extra={"body_prefix": body[:200]})
         return "unparseable"
+    run_id = body.run_id
     run = run_data.get(run_id, consistent=True)
     if run is None:
         logger.warning("DLQ message for an unknown run", extra={"run_id": run_id})

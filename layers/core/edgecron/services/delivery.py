@@ -61,18 +61,6 @@ class DeliveryReport:
     outcome: str  # success | retry | failed | dead_letter | skipped | requeued | cancelled
 
 
-def parse_message(body: str) -> tuple[str, str]:
-    """(run_id, app_id) from a delivery message; ValueError for a malformed (poison) one."""
-    data = json.loads(body)
-    if (
-        not isinstance(data, dict)
-        or not isinstance(data.get("run_id"), str)
-        or not isinstance(data.get("app_id"), str)
-    ):
-        raise ValueError("delivery message needs string run_id and app_id")
-    return data["run_id"], data["app_id"]
-
-
 def deliver(run_id: str, app_id: str = "", function_ends_by: float | None = None) -> DeliveryReport:
     """Process one delivery message. Raises only on infrastructure errors (SQS will redeliver).
 

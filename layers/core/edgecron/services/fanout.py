@@ -19,7 +19,6 @@ record absorbs it. A message SQS gives up on lands in FanoutDLQ (handle_dead_let
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +36,7 @@ from edgecron.domain.event_filters import matches_any
 from edgecron.domain.events import Event
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import logger
+from edgecron.schemas.messages import FanoutBody
 from edgecron.services import fire_dispatch, fire_pipeline
 from edgecron.services.events import run_id_for
 from edgecron.services.task_runs import enqueue_plan
@@ -82,31 +82,17 @@ class FanoutReport:
     created: int = 0
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def parse_message(body: str) -> FanoutMessage:
-    """A fan-out message, or ValueError for a malformed (poison) one."""
-    data = json.loads(body)
-    if not isinstance(data, dict) or not isinstance(data.get("app_id"), str):
-        raise ValueError("fan-out message needs a string app_id")
-    if "dispatch_until" in data:
-        if not isinstance(data.get("schedule_id"), str) or not _is_int(data["dispatch_until"]):
-            raise ValueError("a schedule's dispatch message needs a string schedule_id and a dispatch_until")
+def message_of(body: FanoutBody) -> FanoutMessage:
+    """The fan-out message a parsed body describes (schemas/messages.py checked its shape)."""
+    if body.dispatch_until is not None:
         return FanoutMessage(
-            data["app_id"], None, None, schedule_id=data["schedule_id"], dispatch_until=data["dispatch_until"]
+            body.app_id, None, None, schedule_id=body.schedule_id, dispatch_until=body.dispatch_until
         )
-    cursor, page = data.get("cursor"), data.get("page", None if data.get("cursor") else 0)
-    if not isinstance(cursor, str | None) or not (page is None or _is_int(page)):
-        raise ValueError("fan-out message needs a string or null cursor and a page number")
-    if isinstance(data.get("event_id"), str):
-        return FanoutMessage(data["app_id"], cursor, page, event_id=data["event_id"])
-    if isinstance(data.get("schedule_id"), str) and _is_int(data.get("fire_at")):
-        return FanoutMessage(
-            data["app_id"], cursor, page, schedule_id=data["schedule_id"], fire_at=data["fire_at"]
-        )
-    raise ValueError("fan-out message needs a string event_id, or a schedule_id and a fire_at")
+    if body.event_id is not None:
+        return FanoutMessage(body.app_id, body.cursor, body.page, event_id=body.event_id)
+    return FanoutMessage(
+        body.app_id, body.cursor, body.page, schedule_id=body.schedule_id, fire_at=body.fire_at
+    )
 
 
 def delivery_body(event: Event) -> dict[str, Any]:
@@ -302,15 +288,15 @@ def stop_fire(fire: FireModel, unrecorded_run_ids: list[str], now_ms: int) -> No
         fire_data.settle(current, fire_data.CANCELLED, now_ms, STOPPED)
 
 
-def handle_dead_letter(body: str, receive_count: int) -> str:
+def handle_dead_letter(body: FanoutBody | str, receive_count: int) -> str:
     """A fan-out message SQS gave up on: its Event is marked failed with the reason (visible in
     GET /v1/events/{id}, resumed by POST /v1/events/{id}/redrive); its Fire settles FAILED.
+    `body` is the text of a message that does not parse.
     Returns what happened: event_failed | fire_failed | already_final | unknown | unparseable."""
-    try:
-        message = parse_message(body)
-    except ValueError:
+    if isinstance(body, str):
         logger.error("unparseable message in the fan-out DLQ", extra={"body_prefix": body[:200]})
         return "unparseable"
+    message = message_of(body)
     now_ms = clock.to_ms(clock.now())
     page = "?" if message.page is None else str(message.page)
     failures = max(1, receive_count - 1)  # the count includes this consumer's own receive

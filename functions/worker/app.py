@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from edgecron.observability import logger, metrics, tracer
 from edgecron.schemas.messages import DeliveryRecord
-from edgecron.services.delivery import deliver
+from edgecron.services.delivery import DeliveryBatch, deliver
 
 # A body that does not parse fails its record alone, until SQS moves it to the DLQ.
 processor = AsyncBatchProcessor(event_type=EventType.SQS, model=DeliveryRecord)
@@ -26,6 +26,9 @@ deliveries = ThreadPoolExecutor(max_workers=10, thread_name_prefix="delivery")
 # This invocation's deadline (time.monotonic()): no attempt of the batch may outlive it. A context
 # variable, so concurrent invocations in one process (the local stack) keep their own.
 _ends_by: contextvars.ContextVar[float] = contextvars.ContextVar("ends_by", default=0.0)
+# The reads this invocation's deliveries share (an Endpoint several runs of the batch name is read
+# once); a new one per invocation, so no edit waits for a container to be recycled.
+_batch: contextvars.ContextVar[DeliveryBatch | None] = contextvars.ContextVar("batch", default=None)
 
 
 async def record_handler(record: DeliveryRecord) -> str:
@@ -34,7 +37,7 @@ async def record_handler(record: DeliveryRecord) -> str:
     # The executor's threads do not inherit context variables: carry the invocation's into each one.
     context = contextvars.copy_context()
     report = await asyncio.get_running_loop().run_in_executor(
-        deliveries, context.run, deliver, message.run_id, message.app_id, ends_by
+        deliveries, context.run, deliver, message.run_id, message.app_id, ends_by, _batch.get()
     )
     return report.outcome
 
@@ -44,6 +47,7 @@ async def record_handler(record: DeliveryRecord) -> str:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     _ends_by.set(time.monotonic() + context.get_remaining_time_in_millis() / 1000)
+    _batch.set(DeliveryBatch())
     return async_process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

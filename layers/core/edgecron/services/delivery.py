@@ -11,10 +11,14 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 import time
 import uuid
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from edgecron import clock
 from edgecron.config import get_settings
@@ -29,7 +33,7 @@ from edgecron.domain.attempts import Attempt
 from edgecron.domain.endpoints import Endpoint
 from edgecron.domain.http_headers import header_problem, is_reserved
 from edgecron.domain.outcome import AttemptResult, Decision, decide
-from edgecron.domain.retry import DEFAULT_POLICY
+from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
 from edgecron.domain.signing import webhook_headers
 from edgecron.domain.vocabulary import ErrorKind
 from edgecron.observability import (
@@ -61,11 +65,71 @@ class DeliveryReport:
     outcome: str  # success | retry | failed | dead_letter | skipped | requeued | cancelled
 
 
-def deliver(run_id: str, app_id: str = "", function_ends_by: float | None = None) -> DeliveryReport:
+_T = TypeVar("_T")
+
+
+class DeliveryBatch:
+    """Reads shared by the deliveries of one worker invocation: an Endpoint or Retry Policy that
+    several runs of the batch name is read once, by the first delivery that needs it, while the
+    others wait for that read. It lives for one invocation only, so an edit made meanwhile is seen
+    by the next batch (a retry, a redelivery); nothing a user can change is kept longer."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reads: dict[Hashable, Future[object]] = {}
+
+    def _once(self, key: Hashable, read: Callable[[], _T]) -> _T:
+        with self._lock:
+            pending = self._reads.get(key)
+            first = pending is None
+            if pending is None:
+                pending = self._reads[key] = Future()
+        if first:
+            try:
+                pending.set_result(read())
+            except BaseException as exc:  # the waiting deliveries fail with it; SQS delivers them again
+                pending.set_exception(exc)
+                with self._lock:
+                    self._reads.pop(key, None)
+                raise
+        return pending.result()  # type: ignore[return-value]
+
+    def endpoint(self, app_id: str, endpoint_id: str) -> Endpoint | None:
+        return self._once(("endpoint", app_id, endpoint_id), lambda: endpoint_data.get(app_id, endpoint_id))
+
+    def policy(self, app_id: str, policy_id: str | None) -> RetryPolicySpec:
+        return self._once(("policy", app_id, policy_id), lambda: resolve_spec(app_id, policy_id))
+
+
+@dataclass(frozen=True)
+class DeliveryContext:
+    """What one attempt works from, each read once: the run as the claim returned it, its Endpoint
+    (None once deleted) and, through the batch, the retry policy its result needs (not read when
+    the attempt succeeds)."""
+
+    run: TaskRunModel
+    endpoint: Endpoint | None
+    batch: DeliveryBatch
+
+    @property
+    def policy_id(self) -> str | None:
+        return self.run.retry_policy_id or (self.endpoint.retry_policy_id if self.endpoint else None)
+
+    def policy(self) -> RetryPolicySpec:
+        return self.batch.policy(self.run.app_id, self.policy_id)
+
+
+def deliver(
+    run_id: str,
+    app_id: str = "",
+    function_ends_by: float | None = None,
+    batch: DeliveryBatch | None = None,
+) -> DeliveryReport:
     """Process one delivery message. Raises only on infrastructure errors (SQS will redeliver).
 
     ``function_ends_by`` is the invocation's deadline as a ``time.monotonic()`` instant (from the
-    Lambda context), ``None`` for no limit but the endpoint's timeout."""
+    Lambda context), ``None`` for no limit but the endpoint's timeout. ``batch`` shares reads with
+    the other deliveries of the invocation (none: this delivery reads alone)."""
     ends_by = None if function_ends_by is None else function_ends_by - FINISH_MARGIN_SEC
     if ends_by is not None and ends_by - time.monotonic() < MIN_ATTEMPT_SEC:
         return _requeue_for_time(run_id, app_id)
@@ -81,18 +145,18 @@ def deliver(run_id: str, app_id: str = "", function_ends_by: float | None = None
         return DeliveryReport(run_id, "cancelled")
     if run.source == "schedule" and run.fire_at is not None and run.total_attempts == 1:
         millis(FIRE_LAG_MS, max(0, now_ms - int(run.fire_at)))
-    endpoint = endpoint_data.get(run.app_id, run.endpoint_id)
+    batch = batch or DeliveryBatch()
+    endpoint = batch.endpoint(run.app_id, run.endpoint_id)
+    ctx = DeliveryContext(run, endpoint, batch)
     if endpoint is None:
-        return _conclude(
-            run, None, now, None, AttemptResult(None, "endpoint deleted", ErrorKind.ENDPOINT_DELETED)
-        )
+        return _conclude(ctx, now, None, AttemptResult(None, "endpoint deleted", ErrorKind.ENDPOINT_DELETED))
     if not endpoint.active:
         return _conclude(
-            run, endpoint, now, None, AttemptResult(None, "endpoint inactive", ErrorKind.ENDPOINT_INACTIVE)
+            ctx, now, None, AttemptResult(None, "endpoint inactive", ErrorKind.ENDPOINT_INACTIVE)
         )
     _wait_until_due(run, now_ms)
     outcome = _attempt(run, endpoint, clock.to_ms(clock.now()), ends_by)
-    return _conclude(run, endpoint, clock.now(), outcome, outcome.result)
+    return _conclude(ctx, clock.now(), outcome, outcome.result)
 
 
 def _requeue_for_time(run_id: str, app_id: str) -> DeliveryReport:
@@ -227,18 +291,14 @@ def record_lost_attempt(run: TaskRunModel, seq: int, attempt_no: int, now_ms: in
 
 
 def _conclude(
-    run: TaskRunModel,
-    endpoint: Endpoint | None,
-    now: datetime,
-    outcome: HttpOutcome | None,
-    result: AttemptResult,
+    ctx: DeliveryContext, now: datetime, outcome: HttpOutcome | None, result: AttemptResult
 ) -> DeliveryReport:
+    run = ctx.run
     now_ms = clock.to_ms(now)
     succeeded = (
         result.error_kind is None and result.status_code is not None and 200 <= result.status_code < 300
     )
-    policy_id = run.retry_policy_id or (endpoint.retry_policy_id if endpoint else None)
-    policy = DEFAULT_POLICY if succeeded else resolve_spec(run.app_id, policy_id)  # no read on success
+    policy = DEFAULT_POLICY if succeeded else ctx.policy()  # no read on success
     decision = decide(result, int(run.attempt_count), policy, now, _rng.random())
     started_ms = now_ms - (outcome.latency_ms if outcome else 0)
     attempt = _attempt_of(run, outcome, result, decision, started_ms)

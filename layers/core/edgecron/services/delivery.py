@@ -100,6 +100,13 @@ class DeliveryBatch:
     def policy(self, app_id: str, policy_id: str | None) -> RetryPolicySpec:
         return self._once(("policy", app_id, policy_id), lambda: resolve_spec(app_id, policy_id))
 
+    def secrets(self, endpoint: Endpoint, now_ms: int) -> list[str]:
+        """The Endpoint's signing secrets, decrypted once for the batch (so its deliveries, which
+        start together, do not all ask KMS for the same data key at once)."""
+        key = ("secrets", endpoint.app_id, endpoint.endpoint_id, endpoint.version)
+        unsealed = self._once(key, lambda: endpoint_service.unsealed_secrets(endpoint, now_ms))
+        return endpoint_service.signing_secrets(unsealed, now_ms)
+
 
 @dataclass(frozen=True)
 class DeliveryContext:
@@ -155,7 +162,7 @@ def deliver(
             ctx, now, None, AttemptResult(None, "endpoint inactive", ErrorKind.ENDPOINT_INACTIVE)
         )
     _wait_until_due(run, now_ms)
-    outcome = _attempt(run, endpoint, clock.to_ms(clock.now()), ends_by)
+    outcome = _attempt(ctx, endpoint, clock.to_ms(clock.now()), ends_by)
     return _conclude(ctx, clock.now(), outcome, outcome.result)
 
 
@@ -212,7 +219,8 @@ def _custom_headers(endpoint: Endpoint) -> tuple[dict[str, str], str | None]:
     return headers, None
 
 
-def _attempt(run: TaskRunModel, endpoint: Endpoint, now_ms: int, ends_by: float | None) -> HttpOutcome:
+def _attempt(ctx: DeliveryContext, endpoint: Endpoint, now_ms: int, ends_by: float | None) -> HttpOutcome:
+    run = ctx.run
     custom, problem = _custom_headers(endpoint)
     if problem is not None:
         return HttpOutcome(
@@ -225,7 +233,7 @@ def _attempt(run: TaskRunModel, endpoint: Endpoint, now_ms: int, ends_by: float 
         "content-type": "application/json",
         "edgecron-attempt": str(int(run.attempt_count)),
     }
-    secrets = endpoint_service.active_secrets(endpoint, now_ms)
+    secrets = ctx.batch.secrets(endpoint, now_ms)
     headers.update(webhook_headers(secrets, run.run_id, now_ms // 1000, body or b""))
     return send(endpoint.method, endpoint.url, headers, body, int(endpoint.timeout_ms), ends_by=ends_by)
 

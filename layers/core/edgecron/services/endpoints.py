@@ -127,6 +127,18 @@ def rotate_secret(app_id: str, endpoint_id: str, now_ms: int) -> tuple[Endpoint,
 
 def active_secrets(endpoint: Endpoint, now_ms: int) -> list[str]:
     """Secrets that sign a delivery now: the current one, and the previous one during its overlap."""
-    return [
-        secret_box.unseal(s.secret) for s in endpoint.secrets if s.expires_at is None or s.expires_at > now_ms
-    ]
+    return signing_secrets(unsealed_secrets(endpoint, now_ms), now_ms)
+
+
+def unsealed_secrets(endpoint: Endpoint, now_ms: int) -> tuple[tuple[str, int | None], ...]:
+    """The Endpoint's secrets not expired at `now_ms`, decrypted, each with its expiry: what signs
+    its deliveries from then on (signing_secrets picks those still valid at a later time)."""
+    return tuple(
+        (secret_box.unseal(s.secret), s.expires_at)
+        for s in endpoint.secrets
+        if s.expires_at is None or s.expires_at > now_ms
+    )
+
+
+def signing_secrets(unsealed: tuple[tuple[str, int | None], ...], now_ms: int) -> list[str]:
+    return [secret for secret, expires_at in unsealed if expires_at is None or expires_at > now_ms]

@@ -12,6 +12,10 @@ import botocore.session
 import pytest
 
 from edgecron import clock
+from edgecron.data import fires as fire_data
+from edgecron.data import runs as run_data
+from edgecron.data.models import FireModel
+from edgecron.services.fanout import WINDOW_STEP_MS
 from edgecron_testing.harness import call_api
 from tests.integration.conftest import Pump
 
@@ -55,3 +59,29 @@ def test_dispatching_fires_creates_no_new_dynamodb_client(
     _schedule(app_key, cron="* * * * * *", endpoint_ids=[ep])
     assert pump.once("FanoutQueue", "fanout", batch=1) >= 1
     assert created == []
+
+
+def _latest_fire_ms(schedule_id: str) -> int:
+    return max(int(f.fire_at) for f in FireModel.query(schedule_id))
+
+
+def test_windows_of_schedules_created_together_are_dispatched_in_fire_time_order(
+    app_key: str, fixed: clock.FixedClock, pump: Pump
+) -> None:
+    """Each create hands the rest of its look-ahead window to the fan-out function. Handled one
+    window at a time, the last of twenty schedules created together waited for nineteen whole
+    windows (1,300 fires) before its sixth second was dispatched, and fired up to 40 s late."""
+    ep = _endpoint(app_key)
+    ids = [_schedule(app_key, cron="* * * * * *", endpoint_ids=[ep])["id"] for _ in range(3)]
+    t0 = clock.to_ms(T0)
+    hops = 0
+    while pump.once("FanoutQueue", "fanout", batch=1):
+        hops += 1
+        latest = [_latest_fire_ms(i) for i in ids]
+        assert max(latest) - min(latest) <= WINDOW_STEP_MS, (hops, [(t - t0) // 1000 for t in latest])
+    assert hops > len(ids)  # each window took several steps, in turn
+    for schedule_id in ids:
+        fires = list(FireModel.query(schedule_id))
+        assert [int(f.fire_at) for f in fires] == [t0 + 1000 * i for i in range(1, 71)]
+        runs = run_data.get_many([rid for f in fires for rid in fire_data.run_ids_of(f)])
+        assert len(runs) == 70 and all(int(r.created_at) < int(r.fire_at or 0) for r in runs)

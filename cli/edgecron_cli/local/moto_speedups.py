@@ -23,6 +23,10 @@ when moto no longer has what it replaces:
   fifth of the time.
 - Every moto call lists the methods of its response class with `inspect.getmembers`; the list of a
   class is now computed once.
+- DynamoDB UpdateItem validates its tree with ten processors, each walking the whole tree and
+  building its `_processing_map()` dict and the tuple of node types twice for every node (the
+  largest part of an UpdateItem's CPU). Each walk now builds them once; the nodes are visited and
+  processed in the same order, with the same processors.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ def install() -> None:
     _install_update_expression_cache()
     _install_update_expression_copy()
     _install_method_names_cache()
+    _install_tree_walk()
 
 
 def uninstall() -> None:
@@ -238,3 +243,57 @@ def _install_method_names_cache() -> None:
         return list(names_of(clazz))
 
     _replace(moto_responses, "method_names_from_class", method_names_from_class)
+
+
+# DynamoDB update validation walk ---------------------------------------------------------------------
+
+
+def _install_tree_walk() -> None:
+    traverser: Any = getattr(dynamodb_ast, "DepthFirstTraverser", None)
+    node_type: Any = getattr(dynamodb_ast, "Node", None)
+    if traverser is None or node_type is None:
+        return
+    own = traverser.__dict__
+    names = (
+        "traverse",
+        "traverse_node_recursively",
+        "process",
+        "nodes_to_be_processed",
+        "pre_processing_of_child",
+    )
+    if any(name not in own for name in names):
+        return
+    moto_traverse = own["traverse"]
+    moto_methods = {name: own[name] for name in names[1:]}
+    no_pre = own["pre_processing_of_child"]
+
+    def traverse(self: Any, node: Any) -> Any:
+        cls = type(self)
+        if any(
+            getattr(cls, name) is not method
+            for name, method in moto_methods.items()
+            if name != "pre_processing_of_child"
+        ):
+            return moto_traverse(self, node)  # a processor that walks its own way
+        processors = list(self._processing_map().items())
+        kinds = tuple(kind for kind, _ in processors)
+        pre = None if cls.pre_processing_of_child is no_pre else self.pre_processing_of_child
+
+        def walk(node: Any, child_id: int) -> Any:
+            if isinstance(node, node_type):
+                parent = node.parent
+                if node.children is not None:
+                    for i, child in enumerate(node.children):
+                        if pre is not None:
+                            pre(node, i)
+                        walk(child, i)
+                if isinstance(node, kinds):
+                    node = next(process for kind, process in processors if isinstance(node, kind))(node)
+                    node.parent = parent
+                    if parent:
+                        parent.children[child_id] = node
+            return node
+
+        return walk(node, -1)
+
+    _replace(traverser, "traverse", traverse)

@@ -271,12 +271,20 @@ UPDATES: list[tuple[str, dict[str, str], dict[str, Any]]] = [
     ("SET nested.deeper = :s", {}, {":s": {"S": "v"}}),  # a path that does not exist: refused
     ("SET #s = :missing", {"#s": "status"}, {}),  # an undefined value: refused
     ("ADD ss :add SET #s = :s", {"#s": "status"}, {":add": {"SS": ["y", "z"]}, ":s": {"S": "done"}}),
+    # the shape of an expression that passed, with names that make it update the key: refused
+    (
+        "SET #s = :s, #n = :n ADD #c :one REMOVE #gone",
+        {"#s": "id", "#n": "note", "#c": "count", "#gone": "g"},
+        {":s": {"S": "b"}, ":n": {"S": "x"}, ":one": {"N": "1"}},
+    ),
+    ("SET #a = :s, #b = :s", {"#a": "p", "#b": "p"}, {":s": {"S": "v"}}),  # overlapping paths: refused
 ]
 
 
 def _apply_updates(backend: Any) -> list[Any]:
+    """Each update twice: the second time the shape checks an expression passed are skipped."""
     outcomes: list[Any] = []
-    for expression, names, values in UPDATES:
+    for expression, names, values in UPDATES + UPDATES:
         try:
             item = backend.update_item("walk", {"id": {"S": "a"}}, expression, names, values)
             outcomes.append(item.to_json()["Attributes"])
@@ -293,4 +301,4 @@ def test_update_validation_walk_gives_moto_results_and_errors() -> None:
     finally:
         moto_speedups.uninstall()
     assert got == expected
-    assert sum(isinstance(outcome, tuple) for outcome in expected) == 3  # the refusals are compared too
+    assert sum(isinstance(outcome, tuple) for outcome in expected) == 10  # the refusals are compared too

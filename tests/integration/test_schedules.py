@@ -55,6 +55,14 @@ def fires_of(schedule_id: str) -> list[FireModel]:
     return list(FireModel.query(schedule_id))
 
 
+def pump_window(pump: Pump) -> int:
+    """Handle the chain of messages that dispatches the rest of a create's look-ahead window."""
+    hops = 0
+    while pump.once("FanoutQueue", "fanout", batch=1):
+        hops += 1
+    return hops
+
+
 def runs_of(app_id: str, schedule_id: str) -> list[TaskRunModel]:
     return [r for r in app_runs(app_id) if r.source_id == schedule_id]
 
@@ -104,7 +112,7 @@ def test_every_second_schedule_dispatches_each_fire_once(
     s = schedule(app_key, cron="* * * * * *", endpoint_ids=[ep])
     # the create dispatched the next five seconds, and the fan-out the rest of the window (70 s)
     assert len(fires_of(s["id"])) == 5
-    assert pump.once("FanoutQueue", "fanout", batch=1) == 1
+    assert pump_window(pump) >= 1
     fires = fires_of(s["id"])
     assert len(fires) == 70
     assert [int(f.fire_at) for f in fires] == [clock.to_ms(T0) + 1000 * i for i in range(1, 71)]
@@ -215,7 +223,7 @@ def test_pause_after_lookahead_enqueue_cancels_the_runs(app_key: str, receiver: 
     ep = endpoint(app_key, receiver.url("/p"))
     start = datetime.now(UTC).replace(microsecond=0)
     s = schedule(app_key, cron="*/3 * * * * *", endpoint_ids=[ep], payload={"k": 1})
-    assert pump.once("FanoutQueue", "fanout", batch=1) == 1  # the rest of the create's window
+    assert pump_window(pump) >= 1  # the rest of the create's window
     assert len(fires_of(s["id"])) > 10  # dispatched ahead
     paused = call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key)
     assert paused.status == 200 and paused.body["status"] == "PAUSED" and paused.body["next_fire_time"]
@@ -350,7 +358,7 @@ def test_editing_a_cron_cancels_only_the_fires_it_no_longer_has(
 ) -> None:
     ep = endpoint(app_key)
     s = schedule(app_key, cron="*/10 * * * * *", endpoint_ids=[ep])
-    assert pump.once("FanoutQueue", "fanout", batch=1) == 1  # the rest of the create's window
+    assert pump_window(pump) >= 1  # the rest of the create's window
     t0 = clock.to_ms(T0)
     assert open_fire_times(s["id"]) == [t0 + 10_000 * i for i in range(1, 8)]
     call_api("PATCH", f"/v1/schedules/{s['id']}", key=app_key, body={"cron": "*/20 * * * * *"})

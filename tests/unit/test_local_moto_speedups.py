@@ -223,3 +223,82 @@ def test_uninstall_puts_moto_back() -> None:
     assert sqs_models.unix_time is moto_utils.unix_time
     assert dynamodb_validators.deepcopy is copy.deepcopy
     assert moto_responses.method_names_from_class is moto_utils.method_names_from_class
+
+
+def _table_backend(account: str) -> Any:
+    from moto.dynamodb.models import DynamoDBBackend
+
+    backend = DynamoDBBackend("us-east-1", account)
+    backend.create_table(
+        "walk",
+        schema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        throughput=None,
+        attr=[{"AttributeName": "id", "AttributeType": "S"}],
+        global_indexes=None,
+        indexes=None,
+        streams=None,
+        billing_mode="PAY_PER_REQUEST",
+        sse_specification=None,
+        tags=[],
+        deletion_protection_enabled=False,
+        warm_throughput=None,
+    )
+    return backend
+
+
+UPDATES: list[tuple[str, dict[str, str], dict[str, Any]]] = [
+    (
+        "SET #s = :s, #n = :n ADD #c :one REMOVE #gone",
+        {"#s": "status", "#n": "note", "#c": "count", "#gone": "g"},
+        {":s": {"S": "pending"}, ":n": {"S": "x"}, ":one": {"N": "1"}},
+    ),
+    (
+        "SET l = list_append(if_not_exists(l, :empty), :items), m = :m",
+        {},
+        {":empty": {"L": []}, ":items": {"L": [{"S": "a"}]}, ":m": {"M": {"k": {"N": "2"}}}},
+    ),
+    (
+        "SET m.k = m.k + :one, tally = if_not_exists(tally, :zero) - :one",
+        {},
+        {":one": {"N": "1"}, ":zero": {"N": "0"}},
+    ),
+    (
+        "SET l = list_append(l, :items) DELETE ss :gone",
+        {},
+        {":items": {"L": [{"S": "b"}]}, ":gone": {"SS": ["z"]}},
+    ),
+    ("SET #k = :s", {"#k": "id"}, {":s": {"S": "other"}}),  # a key attribute: refused
+    ("SET nested.deeper = :s", {}, {":s": {"S": "v"}}),  # a path that does not exist: refused
+    ("SET #s = :missing", {"#s": "status"}, {}),  # an undefined value: refused
+    ("ADD ss :add SET #s = :s", {"#s": "status"}, {":add": {"SS": ["y", "z"]}, ":s": {"S": "done"}}),
+    # the shape of an expression that passed, with names that make it update the key: refused
+    (
+        "SET #s = :s, #n = :n ADD #c :one REMOVE #gone",
+        {"#s": "id", "#n": "note", "#c": "count", "#gone": "g"},
+        {":s": {"S": "b"}, ":n": {"S": "x"}, ":one": {"N": "1"}},
+    ),
+    ("SET #a = :s, #b = :s", {"#a": "p", "#b": "p"}, {":s": {"S": "v"}}),  # overlapping paths: refused
+]
+
+
+def _apply_updates(backend: Any) -> list[Any]:
+    """Each update twice: the second time the shape checks an expression passed are skipped."""
+    outcomes: list[Any] = []
+    for expression, names, values in UPDATES + UPDATES:
+        try:
+            item = backend.update_item("walk", {"id": {"S": "a"}}, expression, names, values)
+            outcomes.append(item.to_json()["Attributes"])
+        except Exception as exc:
+            outcomes.append((type(exc).__name__, str(exc)))
+    return outcomes
+
+
+def test_update_validation_walk_gives_moto_results_and_errors() -> None:
+    expected = _apply_updates(_table_backend("000000000043"))
+    moto_speedups.install()
+    try:
+        got = _apply_updates(_table_backend("000000000044"))
+    finally:
+        moto_speedups.uninstall()
+    assert got == expected
+    assert sum(isinstance(outcome, tuple) for outcome in expected) == 10  # the refusals are compared too

@@ -6,6 +6,7 @@ item grows with the number of Endpoints."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 from pynamodb.connection import Connection
@@ -84,8 +85,14 @@ def mark_continued(page: FanoutPageModel) -> bool:
 
 
 def transaction() -> TransactWrite:
-    settings = get_settings()
-    return TransactWrite(connection=Connection(region=settings.region))
+    return TransactWrite(connection=_connection(get_settings().region))
+
+
+@cache
+def _connection(region: str) -> Connection:
+    """One connection per process, as the models have: a new one builds a botocore client, which
+    loads the DynamoDB service model from disk, and that cost more than the transaction itself."""
+    return Connection(region=region)
 
 
 def record(

@@ -30,7 +30,13 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.expiry import is_alive
 from edgecron.data.models import EndpointModel, FanoutPageModel, FireModel, ScheduleModel
-from edgecron.data.queues import DeliveryMessage, send_deliveries, send_fanout, send_fire_fanout
+from edgecron.data.queues import (
+    DeliveryMessage,
+    send_deliveries,
+    send_fanout,
+    send_fire_fanout,
+    send_schedule_dispatch,
+)
 from edgecron.domain import run_states as st
 from edgecron.domain.event_filters import matches_any
 from edgecron.domain.events import Event
@@ -45,6 +51,7 @@ PAGE_SIZE = 100  # an Event's page: matched runs are created and enqueued right 
 FIRE_PAGE_SIZE = 1_000  # a broadcast Fire's page: fewer hops between the scan and the fire time
 NO_ENDPOINTS = "no active endpoints at fire time"
 STOPPED = "schedule paused or deleted while its fire was fanned out"
+WINDOW_STEP_MS = 10_000  # a new schedule's window: fire times dispatched per message of its chain
 
 
 @dataclass(frozen=True)
@@ -116,15 +123,27 @@ def fan_out(message: FanoutMessage, page_size: int | None = None) -> FanoutRepor
 
 
 def _schedule_window(app_id: str, schedule_id: str, until_ms: int) -> FanoutReport:
-    """Dispatch a new schedule's fires up to `until_ms` (never past the look-ahead), in time order;
-    a paused, deleted or already dispatched schedule has nothing left to do here."""
+    """Dispatch the next WINDOW_STEP_MS of a new schedule's fires up to `until_ms` (never past the
+    look-ahead), then hand the rest to the next message of the chain: the windows of schedules
+    created together advance a step each in turn, so no schedule's near fires wait behind another's
+    whole window. A paused, deleted or already dispatched schedule ends the chain."""
     now = clock.now()
     schedule = schedule_data.get(app_id, schedule_id, consistent=True)
     if schedule is None or schedule.status != ScheduleStatus.ACTIVE or schedule.next_fire_at is None:
         return FanoutReport("skipped")
     horizon = min(until_ms, clock.to_ms(now) + fire_dispatch.lookahead_ms())
-    handled = fire_pipeline.dispatch(schedule, now, horizon)
-    return FanoutReport("done" if handled else "skipped", handled, handled)
+    step = min(horizon, int(schedule.next_fire_at) + WINDOW_STEP_MS - 1)
+    handled = fire_pipeline.dispatch(schedule, now, step)
+    if not handled:
+        return FanoutReport("skipped")  # another writer moved the schedule: the scan goes on from there
+    if (
+        schedule.status == ScheduleStatus.ACTIVE
+        and schedule.next_fire_at is not None
+        and schedule.next_fire_at <= horizon
+    ):
+        send_schedule_dispatch(schedule_id, app_id, until_ms)
+        return FanoutReport("page", handled, handled)
+    return FanoutReport("done", handled, handled)
 
 
 def _page_number(message: FanoutMessage) -> int | None:

@@ -25,6 +25,10 @@ any other status (1xx, >= 600)        no           ``failed`` "unexpected HTTP s
 no status, no kind, an error text     yes          treated like a network error
 ====================================  ===========  ==============================
 
+A failed attempt whose response carries ``edgecron-retry: stop`` ends the run at once: ``failed``
+with ``error_kind`` ``receiver_stopped``, whatever the table says and the policy has left. A success
+ignores the header, and so does any value other than the token ``stop``.
+
 A retryable failure on attempt ``n >= policy.max_attempts`` becomes
 ``dead_letter`` ("attempts exhausted (n of max): <reason>"); otherwise it is
 ``retry`` with ``delay_sec`` from :func:`~edgecron.domain.retry.backoff_delay`
@@ -62,6 +66,8 @@ SUMMARY_LIMIT: Final = 1024
 TRUNCATION_MARKER: Final = "\u2026"  # "…", 3 bytes in UTF-8
 _MARKER_BYTES: Final = len(TRUNCATION_MARKER.encode("utf-8"))
 _QUOTE_LIMIT: Final = 40  # characters of a receiver's Retry-After quoted in a reason
+RETRY_DIRECTIVE_HEADER: Final = "edgecron-retry"
+STOP: Final = "stop"
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,7 @@ class AttemptResult:
     error: str | None = None
     error_kind: ErrorKind | None = None
     retry_after: str | None = None  # the raw Retry-After header value
+    retry_directive: str | None = None  # the raw edgecron-retry header value
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,7 @@ class Decision:
     outcome: Outcome
     delay_sec: float | None  # only for "retry": seconds until the next attempt
     reason: str  # human readable, e.g. "HTTP 503", "attempts exhausted (3 of 3): HTTP 503"
+    error_kind: ErrorKind | None = None  # set when the decision, not the attempt, names the kind
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,14 @@ def _quote(raw: str) -> str:
     """A receiver's header value, bounded, for a reason stored on the run."""
     text = raw.strip()
     return text if len(text) <= _QUOTE_LIMIT else text[: _QUOTE_LIMIT - 1] + TRUNCATION_MARKER
+
+
+def parse_retry_directive(raw: str | None) -> Literal["stop"] | None:
+    """The receiver's ``edgecron-retry`` header: ``"stop"`` for the token stop (any case, surrounding
+    spaces), None for anything else, so an unknown or garbled value never changes a decision."""
+    if raw is None or len(raw) > 16:
+        return None
+    return STOP if raw.strip(" \t").lower() == STOP else None
 
 
 def _classify(result: AttemptResult, now: datetime) -> _Verdict:
@@ -168,6 +184,9 @@ def decide(
     verdict = _classify(result, now)
     if verdict.kind == "success":
         return Decision("success", None, verdict.reason)
+    if parse_retry_directive(result.retry_directive) == STOP:
+        reason = f"receiver asked to stop retrying ({RETRY_DIRECTIVE_HEADER}: {STOP}): {verdict.reason}"
+        return Decision("failed", None, reason, ErrorKind.RECEIVER_STOPPED)
     if verdict.kind == "terminal":
         return Decision("failed", None, verdict.reason)
     if attempt_number >= policy.max_attempts:

@@ -45,6 +45,7 @@ class ErrorKind(StrEnum):
     INVALID_RESPONSE = "invalid_response"
     POISON = "poison"
     WORKER_LOST = "worker_lost"
+    RECEIVER_STOPPED = "receiver_stopped"
 
 
 class FireStatus(StrEnum):

@@ -13,7 +13,7 @@ import os
 import random
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from edgecron import clock
@@ -252,6 +252,8 @@ def _conclude(
     policy_id = run.retry_policy_id or (endpoint.retry_policy_id if endpoint else None)
     policy = DEFAULT_POLICY if succeeded else resolve_spec(run.app_id, policy_id)  # no read on success
     decision = decide(result, int(run.attempt_count), policy, now, _rng.random())
+    if decision.error_kind is not None:  # the receiver's own verdict (edgecron-retry: stop)
+        result = replace(result, error_kind=decision.error_kind)
     started_ms = now_ms - (outcome.latency_ms if outcome else 0)
     attempt = _attempt_of(run, outcome, result, decision, started_ms)
     # The first Attempt rides on the run's own update; any other is stored before it, so a crash

@@ -22,6 +22,9 @@ SECTIONS: dict[str, type[StrEnum]] = {
     "Fan-out status": v.FanoutStatus,
     "Retry strategy": v.RetryStrategy,
     "HTTP method": v.HttpMethod,
+    "Endpoint health": v.HealthState,
+    "Disabled reason": v.DisabledReason,
+    "Notification kind": v.NotificationKind,
 }
 
 

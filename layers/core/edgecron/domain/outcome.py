@@ -9,6 +9,8 @@ attempt                               retryable?   outcome
 ====================================  ===========  ==============================
 ``endpoint_inactive``                 no           ``failed`` "endpoint inactive"
 ``endpoint_deleted``                  no           ``failed`` "endpoint deleted"
+``endpoint_disabled`` (for failing)   no           ``dead_letter`` "endpoint disabled ...",
+                                                   not sent: replayable once re-enabled
 ``refused`` (SSRF and similar)        no           ``failed`` "target refused: ..."
 ``invalid_request`` (not sendable)    no           ``failed`` "request not sent: ..."
 ``timeout``                           yes          "timeout"
@@ -94,7 +96,7 @@ class Decision:
 
 @dataclass(frozen=True)
 class _Verdict:
-    kind: Literal["success", "retryable", "terminal"]
+    kind: Literal["success", "retryable", "terminal", "parked"]
     reason: str
     retry_after_sec: float | None = None
 
@@ -126,6 +128,8 @@ def _classify(result: AttemptResult, now: datetime) -> _Verdict:
         return _Verdict("terminal", "endpoint inactive")
     if kind == "endpoint_deleted":
         return _Verdict("terminal", "endpoint deleted")
+    if kind == "endpoint_disabled":
+        return _Verdict("parked", _with_detail("endpoint disabled", result.error))
     if kind == "refused":
         return _Verdict("terminal", _with_detail("target refused", result.error))
     if kind == "invalid_request":
@@ -189,6 +193,8 @@ def decide(
         return Decision("failed", None, reason, ErrorKind.RECEIVER_STOPPED)
     if verdict.kind == "terminal":
         return Decision("failed", None, verdict.reason)
+    if verdict.kind == "parked":
+        return Decision("dead_letter", None, verdict.reason)
     if attempt_number >= policy.max_attempts:
         return Decision(
             "dead_letter",

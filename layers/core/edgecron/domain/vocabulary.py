@@ -46,6 +46,7 @@ class ErrorKind(StrEnum):
     POISON = "poison"
     WORKER_LOST = "worker_lost"
     RECEIVER_STOPPED = "receiver_stopped"
+    ENDPOINT_DISABLED = "endpoint_disabled"
 
 
 class FireStatus(StrEnum):
@@ -98,3 +99,25 @@ class HttpMethod(StrEnum):
     PATCH = "PATCH"
     GET = "GET"
     DELETE = "DELETE"
+
+
+class HealthState(StrEnum):
+    """How an Endpoint's recent deliveries went."""
+
+    HEALTHY = "healthy"
+    FAILING = "failing"
+    DISABLED = "disabled"
+
+
+class DisabledReason(StrEnum):
+    """Why EdgeCron, not a user, turned an Endpoint off."""
+
+    FAILING = "failing"
+
+
+class NotificationKind(StrEnum):
+    """What an App notification (and its alert) is about."""
+
+    SCHEDULE_AUTO_PAUSED = "SCHEDULE_AUTO_PAUSED"
+    ENDPOINT_FAILING = "ENDPOINT_FAILING"
+    ENDPOINT_DISABLED = "ENDPOINT_DISABLED"

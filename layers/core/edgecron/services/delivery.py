@@ -31,7 +31,7 @@ from edgecron.domain.http_headers import header_problem, is_reserved
 from edgecron.domain.outcome import AttemptResult, Decision, decide
 from edgecron.domain.retry import DEFAULT_POLICY
 from edgecron.domain.signing import webhook_headers
-from edgecron.domain.vocabulary import ErrorKind
+from edgecron.domain.vocabulary import DisabledReason, ErrorKind
 from edgecron.observability import (
     ATTEMPT_LATENCY_MS,
     ATTEMPTS_LOST,
@@ -44,8 +44,8 @@ from edgecron.observability import (
     logger,
     millis,
 )
+from edgecron.services import endpoint_health, fires
 from edgecron.services import endpoints as endpoint_service
-from edgecron.services import fires
 from edgecron.services.http_sender import USER_AGENT, HttpOutcome, send
 from edgecron.services.retry_policies import resolve_spec
 
@@ -53,6 +53,9 @@ _rng = random.SystemRandom()
 EARLY_MS = 1_000  # how early a message may be claimed (SQS delays are whole seconds)
 FINISH_MARGIN_SEC = 3.0  # kept after an attempt to record it, before the function's deadline
 MIN_ATTEMPT_SEC = 1.0  # less than this left (after the margin): the message waits for a new invocation
+DISABLED_FOR_FAILING = AttemptResult(
+    None, "endpoint disabled for failing: not sent", ErrorKind.ENDPOINT_DISABLED
+)
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,8 @@ def deliver(run_id: str, app_id: str = "", function_ends_by: float | None = None
         return _conclude(
             run, None, now, None, AttemptResult(None, "endpoint deleted", ErrorKind.ENDPOINT_DELETED)
         )
+    if endpoint.disabled_reason == DisabledReason.FAILING:  # parked, to replay once re-enabled
+        return _conclude(run, endpoint, now, None, DISABLED_FOR_FAILING)
     if not endpoint.active:
         return _conclude(
             run, endpoint, now, None, AttemptResult(None, "endpoint inactive", ErrorKind.ENDPOINT_INACTIVE)
@@ -302,7 +307,7 @@ def _conclude(
                 decision.outcome
             ]
         )
-        after_run_finished(run, status, now_ms)
+        after_run_finished(run, status, now_ms, endpoint)
     else:
         if inline is not None:
             attempt_data.put(attempt)  # the run moved on meanwhile; the HTTP call still happened
@@ -310,8 +315,10 @@ def _conclude(
     return DeliveryReport(run.run_id, decision.outcome)
 
 
-def after_run_finished(run: TaskRunModel, status: str, now_ms: int) -> None:
-    """Settle what the run belongs to (a schedule's Fire) once the run is terminal."""
+def after_run_finished(run: TaskRunModel, status: str, now_ms: int, endpoint: Endpoint | None = None) -> None:
+    """Count the run for its Endpoint's health and settle what it belongs to (a schedule's Fire)
+    once the run is terminal. `endpoint` is the Endpoint the delivery read, when it read one."""
+    endpoint_health.run_ended(run.app_id, run.endpoint_id, status, run.last_error_kind, now_ms, endpoint)
     if run.source == "schedule":
         fires.run_settled(run, status, now_ms)
 

@@ -52,6 +52,8 @@ def create(
         retry_policy_id=req.retry_policy_id,
         filter_events=tuple(req.filter_events),
         active=req.active,
+        disable_after_failures=req.disable_after_failures,
+        disable_after_sec=req.disable_after_sec,
         secrets=(SealedSecret(secret=secret_box.seal(secret), created_at=now_ms),),
         created_at=now_ms,
         updated_at=now_ms,
@@ -98,7 +100,13 @@ def update(app_id: str, endpoint_id: str, req: EndpointUpdate, now_ms: int) -> E
     if "filter_events" in changes:
         changes["filter_events"] = tuple(changes["filter_events"])
     for _ in range(SAVE_ATTEMPTS):
-        saved = data.save(replace(endpoint, **changes, updated_at=now_ms))
+        # Turning it on re-enables it (health starts again); turning it off is the user's own doing.
+        enabling = changes.get("active") is True and not endpoint.active
+        toggled = "active" in changes and changes["active"] != endpoint.active
+        reason = None if toggled else endpoint.disabled_reason
+        saved = data.save(
+            replace(endpoint, **changes, disabled_reason=reason, updated_at=now_ms), reset_health=enabling
+        )
         if saved is not None:
             return saved
         endpoint = get(app_id, endpoint_id, consistent=True)

@@ -49,7 +49,7 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
     endpoint = endpoint_data.get(app_id, req.endpoint_id)
     if endpoint is None:
         raise NotFound(f"endpoint {req.endpoint_id} not found", "endpoint_id")
-    if not endpoint.active:
+    if not endpoint.receives_runs:  # one disabled for failing takes runs: they wait as dead letters
         raise Conflict(f"endpoint {req.endpoint_id} is inactive", "endpoint_id")
     quota.check_quota(app_id, now_ms)
     deliver_at_ms = now_ms

@@ -90,10 +90,21 @@ def test_the_deploy_catch_up_records_the_lost_attempt_of_an_expired_claim(
     assert pump.depth("RetryQueue") == 1
 
 
+def subscribe_to_operational_events(key: str) -> None:
+    """An Endpoint for EdgeCron's own events, so the pause below also publishes one."""
+    body = {"url": "http://127.0.0.1:9/ops", "filter_events": ["edgecron.*"]}
+    assert call_api("POST", "/v1/endpoints", key=key, body=body).status == 201
+
+
+def operational_events(key: str) -> list[str]:
+    return [e["name"] for e in call_api("GET", "/v1/events", key=key).body["data"]]
+
+
 def test_over_quota_fires_at_create_auto_pause_and_the_api_publishes_the_alert(alerts: Alerts) -> None:
     app_id, key = new_app("quota-alert")
     assert call_api("PUT", f"/v1/apps/{app_id}/quota", key=ADMIN_KEY, body={"monthly_quota": 1}).status == 200
     ep = call_api("POST", "/v1/endpoints", key=key, body={"url": "http://127.0.0.1:9/x"}).body["id"]
+    subscribe_to_operational_events(key)
     clock.set_clock(clock.FixedClock(T0))
     s = call_api(
         "POST", "/v1/schedules", key=key, body={"cron": "1,2,3,4 0 12 * * *", "endpoint_ids": [ep]}
@@ -101,6 +112,7 @@ def test_over_quota_fires_at_create_auto_pause_and_the_api_publishes_the_alert(a
     assert call_api("GET", f"/v1/schedules/{s['id']}", key=key).body["status"] == "PAUSED"
     [alert] = alerts()
     assert s["id"] in json.dumps(alert)
+    assert operational_events(key) == ["edgecron.schedule.paused"]
 
 
 @pytest.mark.parametrize("function", ["scan", "compensation"])
@@ -110,6 +122,7 @@ def test_over_quota_fires_dispatched_later_auto_pause_and_the_dispatcher_alerts(
     app_id, key = new_app(f"quota-{function}")
     assert call_api("PUT", f"/v1/apps/{app_id}/quota", key=ADMIN_KEY, body={"monthly_quota": 1}).status == 200
     ep = call_api("POST", "/v1/endpoints", key=key, body={"url": "http://127.0.0.1:9/x"}).body["id"]
+    subscribe_to_operational_events(key)
     fixed = clock.FixedClock(T0)
     clock.set_clock(fixed)
     s = call_api(
@@ -126,6 +139,7 @@ def test_over_quota_fires_dispatched_later_auto_pause_and_the_dispatcher_alerts(
     assert call_api("GET", f"/v1/schedules/{s['id']}", key=key).body["status"] == "PAUSED"
     [alert] = alerts()
     assert s["id"] in json.dumps(alert)
+    assert operational_events(key) == ["edgecron.schedule.paused"]
 
 
 def test_poison_messages_that_fail_a_third_fire_auto_pause_and_the_dlq_consumer_alerts(
@@ -133,6 +147,7 @@ def test_poison_messages_that_fail_a_third_fire_auto_pause_and_the_dlq_consumer_
 ) -> None:
     app_id, key = new_app("poison-alert")
     ep = call_api("POST", "/v1/endpoints", key=key, body={"url": "http://127.0.0.1:9/x"}).body["id"]
+    subscribe_to_operational_events(key)
     clock.set_clock(clock.FixedClock(T0))
     s = call_api(
         "POST", "/v1/schedules", key=key, body={"cron": "1,2,3 0 12 * * *", "endpoint_ids": [ep]}
@@ -155,6 +170,8 @@ def test_poison_messages_that_fail_a_third_fire_auto_pause_and_the_dlq_consumer_
     assert call_api("GET", f"/v1/schedules/{s['id']}", key=key).body["status"] == "PAUSED"
     [alert] = alerts()
     assert s["id"] in json.dumps(alert)
+    published = operational_events(key)
+    assert published.count("edgecron.run.dead_lettered") == 3 and "edgecron.schedule.paused" in published
 
 
 def test_every_listed_call_is_allowed_and_every_grant_is_listed() -> None:

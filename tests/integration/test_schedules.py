@@ -261,7 +261,9 @@ def test_three_failed_fires_auto_pause_notify_and_resume_resets(receiver: Receiv
     got = call_api("GET", f"/v1/schedules/{s['id']}", key=key).body
     assert got["status"] == "PAUSED" and got["consecutive_failures"] == 3
     notes = call_api("GET", "/v1/notifications", key=key).body["data"]
-    assert [n["kind"] for n in notes] == ["SCHEDULE_AUTO_PAUSED"] and "nightly" in notes[0]["title"]
+    # newest first: the pause, after the endpoint's warning at the first failed run
+    assert [n["kind"] for n in notes] == ["SCHEDULE_AUTO_PAUSED", "ENDPOINT_FAILING"]
+    assert "nightly" in notes[0]["title"]
     statuses = [f.status for f in fires_of(s["id"])]
     assert statuses[:3] == ["FAILED"] * 3 and statuses[3] in {"CANCELLED", "FAILED"}, statuses
     resumed = call_api("POST", f"/v1/schedules/{s['id']}/resume", key=key).body

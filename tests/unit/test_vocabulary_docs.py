@@ -25,6 +25,7 @@ SECTIONS: dict[str, type[StrEnum]] = {
     "Endpoint health": v.HealthState,
     "Disabled reason": v.DisabledReason,
     "Notification kind": v.NotificationKind,
+    "Operational event": v.OperationalEvent,
 }
 
 

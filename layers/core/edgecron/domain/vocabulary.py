@@ -121,3 +121,13 @@ class NotificationKind(StrEnum):
     SCHEDULE_AUTO_PAUSED = "SCHEDULE_AUTO_PAUSED"
     ENDPOINT_FAILING = "ENDPOINT_FAILING"
     ENDPOINT_DISABLED = "ENDPOINT_DISABLED"
+
+
+class OperationalEvent(StrEnum):
+    """The events EdgeCron publishes into an App about its own work (matched by `edgecron.*`)."""
+
+    ENDPOINT_DISABLED = "edgecron.endpoint.disabled"
+    ENDPOINT_FAILING = "edgecron.endpoint.failing"
+    RUN_DEAD_LETTERED = "edgecron.run.dead_lettered"
+    SCHEDULE_PAUSED = "edgecron.schedule.paused"
+    FIRE_MISSED = "edgecron.fire.missed"

@@ -101,7 +101,7 @@ class EndpointCreate(Strict):
     filter_events: list[EventPattern] = Field(
         default_factory=list,
         max_length=50,
-        description="event names or patterns (invoice.*, *); empty = none",
+        description="event names or patterns (invoice.*, *; edgecron.* for EdgeCron's own events, which * does not match); empty = none",
     )
     active: StrictBool = True
     disable_after_failures: DisableAfterFailures = DEFAULT_DISABLE_AFTER_FAILURES

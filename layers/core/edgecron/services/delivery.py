@@ -31,7 +31,7 @@ from edgecron.domain.http_headers import header_problem, is_reserved
 from edgecron.domain.outcome import AttemptResult, Decision, decide
 from edgecron.domain.retry import DEFAULT_POLICY
 from edgecron.domain.signing import webhook_headers
-from edgecron.domain.vocabulary import DisabledReason, ErrorKind
+from edgecron.domain.vocabulary import DisabledReason, ErrorKind, OperationalEvent
 from edgecron.observability import (
     ATTEMPT_LATENCY_MS,
     ATTEMPTS_LOST,
@@ -44,7 +44,7 @@ from edgecron.observability import (
     logger,
     millis,
 )
-from edgecron.services import endpoint_health, fires
+from edgecron.services import endpoint_health, fires, operational_events
 from edgecron.services import endpoints as endpoint_service
 from edgecron.services.http_sender import USER_AGENT, HttpOutcome, send
 from edgecron.services.retry_policies import resolve_spec
@@ -318,7 +318,10 @@ def _conclude(
 def after_run_finished(run: TaskRunModel, status: str, now_ms: int, endpoint: Endpoint | None = None) -> None:
     """Count the run for its Endpoint's health and settle what it belongs to (a schedule's Fire)
     once the run is terminal. `endpoint` is the Endpoint the delivery read, when it read one."""
-    endpoint_health.run_ended(run.app_id, run.endpoint_id, status, run.last_error_kind, now_ms, endpoint)
+    endpoint_health.run_ended(run, status, now_ms, endpoint)
+    if status == st.DEAD_LETTER and run.last_error_kind != ErrorKind.ENDPOINT_DISABLED:
+        facts = operational_events.run_facts(run)
+        operational_events.publish(run.app_id, OperationalEvent.RUN_DEAD_LETTERED, facts, now_ms, cause=run)
     if run.source == "schedule":
         fires.run_settled(run, status, now_ms)
 

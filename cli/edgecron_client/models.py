@@ -162,6 +162,11 @@ class Attempt(TypedDict, total=False):
     started_at: str
 
 
+class RecoverResult(TypedDict, total=False):
+    recovered: int
+    has_more: bool
+
+
 class ReplayResult(TypedDict, total=False):
     replayed: int
     skipped: int

@@ -28,6 +28,7 @@ MIRRORS: dict[str, tuple[str, frozenset[str]]] = {
     "TaskRun": ("TaskRunOut", frozenset()),
     "Attempt": ("AttemptOut", frozenset()),
     "ReplayResult": ("ReplayResult", frozenset()),
+    "RecoverResult": ("RecoverResult", frozenset()),
     "Notification": ("NotificationOut", frozenset()),
     "Usage": ("UsageOut", frozenset()),
 }

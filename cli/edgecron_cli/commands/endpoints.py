@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
@@ -196,3 +197,29 @@ def delete(endpoint_id: EndpointId, json_flag: JsonFlag = False) -> None:
 def rotate_secret(endpoint_id: EndpointId, json_flag: JsonFlag = False) -> None:
     """Issue a new signing secret (printed once); the old one keeps signing for 24 h."""
     _show_with_secret(client().endpoints.rotate_secret(endpoint_id), json_flag)
+
+
+@app.command("recover")
+def recover(
+    endpoint_id: EndpointId,
+    since: Annotated[
+        str, typer.Option(help="Runs that ended failed or dead_letter from this time (RFC 3339).")
+    ],
+    until: Annotated[str | None, typer.Option(help="... up to this time (RFC 3339; default: now).")] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Re-send what failed: the Endpoint's failed and dead-lettered runs of the window, each as a new
+    attempt series (calls again while the API says there is more)."""
+    api = client()
+    until = until or datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    total = {"recovered": 0, "calls": 0}
+    while True:
+        result = api.endpoints.recover(endpoint_id, since, until)
+        total["calls"] += 1
+        total["recovered"] += int(result.get("recovered", 0))
+        if not result.get("has_more") or not result.get("recovered"):
+            break
+    if want_json(json_flag):
+        output.print_json(total)
+    else:
+        typer.echo(f"recovered {total['recovered']} runs of {endpoint_id}")

@@ -21,7 +21,7 @@ from edgecron.domain.vocabulary import (
     Source,
 )
 from edgecron.schemas.apps import AppCreated, AppOut
-from edgecron.schemas.endpoints import EndpointHealthOut, EndpointOut, EndpointWithSecret
+from edgecron.schemas.endpoints import EndpointHealthOut, EndpointOut, EndpointWithSecret, RecoverResult
 from edgecron.schemas.events import EventDelivery, EventDetail, EventOut, EventSummary
 from edgecron.schemas.retry_policies import RetryPolicyOut
 from edgecron.schemas.schedules import FireOut, FireRunOut, NotificationOut, ScheduleOut, UsageOut
@@ -259,3 +259,7 @@ def event_detail(event: Any, matched: int, deliveries: Sequence[Any], next_curso
         deliveries=[event_delivery(d) for d in deliveries],
         deliveries_next_cursor=next_cursor,
     )
+
+
+def recover_result(result: Any) -> RecoverResult:
+    return RecoverResult(recovered=result.recovered, has_more=result.has_more)

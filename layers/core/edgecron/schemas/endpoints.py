@@ -24,7 +24,7 @@ from edgecron.domain.endpoint_health import (
 )
 from edgecron.domain.http_headers import header_problem
 from edgecron.domain.vocabulary import DisabledReason, HealthState, HttpMethod
-from edgecron.schemas.common import Description, FromText, Id, Page, Strict
+from edgecron.schemas.common import Description, FromText, Id, Page, Rfc3339, Strict
 
 MAX_URL = 2048
 MAX_HEADERS = 20
@@ -164,3 +164,13 @@ class EndpointWithSecret(EndpointOut):
 
 class EndpointPage(Page[EndpointOut]):
     pass
+
+
+class RecoverRequest(Strict):
+    since: Rfc3339 = Field(description="re-send runs that ended failed or dead_letter at or after this time")
+    until: Rfc3339 | None = Field(default=None, description="... and at or before this one (default: now)")
+
+
+class RecoverResult(BaseModel):
+    recovered: int = Field(description="runs re-sent by this call, each as a new attempt series")
+    has_more: bool = Field(description="more runs match: call again")

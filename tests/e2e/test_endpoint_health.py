@@ -5,7 +5,7 @@ a request, and a re-enable plus a replay delivers it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,13 +15,6 @@ from edgecron_testing.local_stack import LocalStackProcess
 from edgecron_testing.receiver import Receiver, Reply
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.close()
 
 
 def wait_endpoint(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 
 import pytest
 from standardwebhooks.webhooks import Webhook
@@ -15,13 +14,6 @@ from edgecron_testing.local_stack import LocalStackProcess
 from edgecron_testing.receiver import Receiver, Reply
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.close()
 
 
 def test_a_dead_letter_is_announced_to_the_operational_subscriber(

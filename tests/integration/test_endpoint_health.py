@@ -5,28 +5,17 @@ receiver on 127.0.0.1; the injected clock moves time."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 import pytest
 
 from edgecron import clock
-from edgecron.config import get_settings
 from edgecron_testing.harness import call_api
 from edgecron_testing.receiver import Receiver, Reply
-from tests.integration.conftest import Pump, new_app
+from tests.integration.conftest import Alerts, Pump, new_app
 
 START = datetime(2026, 12, 1, 9, 0, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.close()
 
 
 @pytest.fixture
@@ -34,25 +23,6 @@ def at_start() -> clock.FixedClock:
     fixed = clock.FixedClock(START)
     clock.set_clock(fixed)
     return fixed
-
-
-@pytest.fixture
-def alerts() -> Iterator[Any]:
-    """An SQS queue subscribed to the alerts topic: what the topic's subscribers would receive."""
-    sqs = boto3.client("sqs", region_name="us-east-1")
-    url = sqs.create_queue(QueueName="endpoint-health-alerts")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sns = boto3.client("sns", region_name="us-east-1")
-    sub = sns.subscribe(TopicArn=get_settings().alerts_topic_arn, Protocol="sqs", Endpoint=arn)
-    sqs.purge_queue(QueueUrl=url)
-
-    def received() -> list[dict[str, Any]]:
-        out = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
-        return [json.loads(json.loads(m["Body"])["Message"]) for m in out]
-
-    yield received
-    sns.unsubscribe(SubscriptionArn=sub["SubscriptionArn"])
-    sqs.delete_queue(QueueUrl=url)
 
 
 def one_attempt_endpoint(key: str, url: str, **extra: object) -> str:
@@ -110,7 +80,7 @@ def test_bad_limits_are_refused_and_nothing_is_stored(receiver: Receiver, field:
 
 
 def test_failures_past_both_limits_disable_the_endpoint_once(
-    receiver: Receiver, pump: Pump, at_start: clock.FixedClock, alerts: Any
+    receiver: Receiver, pump: Pump, at_start: clock.FixedClock, alerts: Alerts
 ) -> None:
     _, key = new_app("health-disable")
     receiver.script("/down", Reply(500))

@@ -5,22 +5,13 @@ the delivery of another operational event."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from standardwebhooks.webhooks import Webhook
 
 from edgecron_testing.harness import call_api, invoke, sqs_event
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import PROVISIONED, Pump, app_runs, drain_queues, new_app
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.close()
 
 
 def endpoint(key: str, url: str, **extra: object) -> dict[str, Any]:

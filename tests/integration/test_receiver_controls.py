@@ -3,20 +3,9 @@ run's retries at once (real HTTP to a receiver on 127.0.0.1)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from edgecron_testing.harness import call_api
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.close()
 
 
 def endpoint_with_five_attempts(key: str, url: str) -> str:

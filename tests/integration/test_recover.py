@@ -4,7 +4,6 @@ clock places the runs in time."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,13 +15,6 @@ from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, new_app
 
 T0 = datetime(2026, 12, 1, 9, 0, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.close()
 
 
 def endpoint(key: str, url: str) -> str:

@@ -191,6 +191,6 @@ def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[En
     return Page([to_entity(row) for row in page.items], page.last_key)
 
 
-def all_for_app(app_id: str) -> Iterator[Endpoint]:
-    for row in M.query(app_id):
+def all_for_app(app_id: str, *, consistent: bool = False) -> Iterator[Endpoint]:
+    for row in M.query(app_id, consistent_read=consistent):
         yield to_entity(row)

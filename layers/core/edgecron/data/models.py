@@ -50,6 +50,7 @@ class AppModel(Model):
     name = UnicodeAttribute()
     monthly_quota = NumberAttribute(null=True)
     created_at = NumberAttribute()
+    operational_subscriptions = ListAttribute[str](of=UnicodeAttribute, null=True)  # type: ignore[arg-type]
 
 
 class ApiKeyModel(Model):

@@ -55,6 +55,11 @@ def validate_name(name: str) -> str:
     return name
 
 
+def is_operational_pattern(pattern: str) -> bool:
+    """A pattern that can match operational events (plain `*` cannot)."""
+    return pattern.startswith(OPERATIONAL_PREFIX)
+
+
 def is_operational(name: str) -> bool:
     """An event EdgeCron publishes about itself (endpoint health, dead letters, paused schedules)."""
     return name.startswith(OPERATIONAL_PREFIX)

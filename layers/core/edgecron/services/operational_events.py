@@ -3,7 +3,8 @@ run dead-lettered, a schedule paused, fire times missed) into the App as Events,
 signed like any Event, so a receiver can react to them (page someone, open a ticket).
 
 - They reach only Endpoints whose `filter_events` name them or `edgecron.*` (domain/event_filters.py);
-  an App without such an Endpoint gets none and pays nothing but one look at its Endpoints.
+  which ones an App's Endpoints take is kept on the App by every Endpoint write, so an App without
+  such an Endpoint gets none and pays one read of its App item.
 - They are never billed and never count against the quota.
 - They never trigger each other: nothing is published about the delivery of an operational event
   (its failure still counts for its Endpoint's health).
@@ -14,23 +15,22 @@ signed like any Event, so a receiver can react to them (page someone, open a tic
 
 from __future__ import annotations
 
-import time
+from collections.abc import Iterable
 from typing import Any
 
 from edgecron import ids
 from edgecron.clock import iso_ms
+from edgecron.data import apps as app_data
+from edgecron.data import endpoints as endpoint_data
 from edgecron.data import events as event_data
 from edgecron.data.expiry import expires_at_s
 from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import send_fanout
+from edgecron.domain.endpoints import Endpoint
 from edgecron.domain.event_filters import is_operational, matches_any
 from edgecron.domain.events import Event
 from edgecron.domain.vocabulary import FanoutStatus, OperationalEvent, Source
 from edgecron.observability import logger
-
-SUBSCRIBERS_CACHE_SEC = 30.0  # how long a container trusts what it learnt of an App's Endpoints
-_PAGE = 100
-_subscribers: dict[str, tuple[float, frozenset[tuple[str, ...]]]] = {}
 
 
 def is_operational_delivery(run: TaskRunModel) -> bool:
@@ -41,26 +41,24 @@ def is_operational_delivery(run: TaskRunModel) -> bool:
     return event is not None and is_operational(event.name)
 
 
-def _filters_of(app_id: str) -> frozenset[tuple[str, ...]]:
-    """The distinct `filter_events` lists of the App's Endpoints that take runs (cached briefly)."""
-    cached = _subscribers.get(app_id)
-    if cached is not None and time.monotonic() - cached[0] < SUBSCRIBERS_CACHE_SEC:
-        return cached[1]
-    found: set[tuple[str, ...]] = set()
-    after: str | None = None
-    while True:
-        endpoints, more = event_data.endpoints_page(app_id, after, _PAGE)
-        found.update(tuple(ep.filter_events or ()) for ep in endpoints if ep.filter_events)
-        if not more or not endpoints:
-            break
-        after = endpoints[-1].endpoint_id
-    filters = frozenset(found)
-    _subscribers[app_id] = (time.monotonic(), filters)
-    return filters
+def subscriptions(endpoints: Iterable[Endpoint]) -> frozenset[str]:
+    """The operational events some of these Endpoints would receive (those that take runs)."""
+    filters = [ep.filter_events for ep in endpoints if ep.receives_runs]
+    return frozenset(str(name) for name in OperationalEvent if any(matches_any(f, name) for f in filters))
+
+
+def refresh_subscriptions(app_id: str) -> None:
+    """After an Endpoint of the App was created, changed or deleted: store which operational events
+    its Endpoints subscribe to, so publishing costs one read of the App and nothing for an App that
+    subscribes to none. Read strongly consistent, after the Endpoint's own write."""
+    app_data.set_operational_subscriptions(
+        app_id, subscriptions(endpoint_data.all_for_app(app_id, consistent=True))
+    )
 
 
 def has_subscriber(app_id: str, name: OperationalEvent) -> bool:
-    return any(matches_any(patterns, name) for patterns in _filters_of(app_id))
+    app = app_data.get_app(app_id)
+    return app is not None and str(name) in app.operational_subscriptions
 
 
 def publish(

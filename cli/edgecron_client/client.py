@@ -23,6 +23,7 @@ from edgecron_client.models import (
     Fire,
     Notification,
     Page,
+    RecoverResult,
     ReplayResult,
     RetryPolicy,
     Schedule,
@@ -133,6 +134,12 @@ class Endpoints(_Listing[Endpoint]):
 
     def rotate_secret(self, endpoint_id: str) -> Endpoint:
         return cast(Endpoint, self._post(f"{self.path}/{endpoint_id}/rotate-secret"))
+
+    def recover(self, endpoint_id: str, since: str, until: str | None = None) -> RecoverResult:
+        """Re-send the Endpoint's runs that ended failed or dead_letter in [since, until] (RFC 3339),
+        at most 1000 per call: call again while `has_more`."""
+        body = drop_none({"since": since, "until": until})
+        return cast(RecoverResult, self._post(f"{self.path}/{endpoint_id}/recover", body))
 
 
 class RetryPolicies(_Listing[RetryPolicy]):

@@ -26,6 +26,13 @@ class AppCreated(TypedDict):
     api_key: str  # shown once; the API stores only its hash
 
 
+class EndpointHealth(TypedDict, total=False):
+    state: str  # healthy | failing | disabled
+    consecutive_failures: int
+    failing_since: str | None
+    last_success_at: str | None
+
+
 class Endpoint(TypedDict, total=False):
     id: str
     url: str
@@ -36,6 +43,10 @@ class Endpoint(TypedDict, total=False):
     retry_policy_id: str | None
     filter_events: list[str]
     active: bool
+    disabled_reason: str | None  # "failing" when EdgeCron disabled it
+    disable_after_failures: int
+    disable_after_sec: int
+    health: EndpointHealth
     created_at: str
     updated_at: str
     secret: str | None  # only in the answers to create and rotate-secret
@@ -149,6 +160,11 @@ class Attempt(TypedDict, total=False):
     outcome: str
     trace_id: str | None
     started_at: str
+
+
+class RecoverResult(TypedDict, total=False):
+    recovered: int
+    has_more: bool
 
 
 class ReplayResult(TypedDict, total=False):

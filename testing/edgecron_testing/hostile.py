@@ -68,6 +68,11 @@ def too_many_requests(retry_after: str) -> Behaviour:
     return replies(response_head("429 Too Many Requests", f"Retry-After: {retry_after}"))
 
 
+def unavailable_with_retry_directive(value: str) -> Behaviour:
+    """A 503 whose `edgecron-retry` header carries `value` (latin-1, so any byte the receiver likes)."""
+    return replies(response_head("503 Service Unavailable", f"edgecron-retry: {value}"))
+
+
 def dribble(interval_sec: float = 0.5, body: bytes = b"0123456789") -> Behaviour:
     """A valid 200, one byte every `interval_sec`: no socket read ever waits long."""
 

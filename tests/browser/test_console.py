@@ -34,6 +34,12 @@ def wait_for(driver: WebDriver, found: Callable[[WebDriver], Any], timeout: floa
     return wait.until(found)
 
 
+def row_text(driver: WebDriver, text: str) -> str:
+    """The text of the first table row that shows `text` ("" while there is none)."""
+    rows = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "tbody tr") if text in r.text]
+    return rows[0] if rows else ""
+
+
 def click_in_row(driver: WebDriver, text: str, button: str) -> None:
     """Click `button` in the table row that shows `text` (found afresh: the table may just have been redrawn)."""
 
@@ -253,6 +259,33 @@ def test_an_endpoint_is_edited_rotated_and_disabled(
     wait_for(page, lambda d: api.ok("GET", f"/v1/endpoints/{endpoint['id']}")["active"] is False)
     click_in_row(page, endpoint["id"], "Enable")
     wait_for(page, lambda d: api.ok("GET", f"/v1/endpoints/{endpoint['id']}")["active"] is True)
+    api.ok("DELETE", f"/v1/endpoints/{endpoint['id']}")
+
+
+def test_an_endpoint_disabled_for_failing_shows_its_streak_and_is_re_enabled(
+    page: WebDriver, local_stack: LocalStackProcess, artifacts: Path, failing_receiver: Receiver, api: Api
+) -> None:
+    policy = api.ok("POST", "/v1/retry-policies", {"max_attempts": 1})
+    endpoint = api.ok(
+        "POST",
+        "/v1/endpoints",
+        {
+            "url": failing_receiver.url,
+            "retry_policy_id": policy["id"],
+            "disable_after_failures": 1,
+            "disable_after_sec": 0,
+        },
+    )
+    run = api.ok("POST", "/v1/task-runs", {"endpoint_id": endpoint["id"]})
+    api.wait_run(run["id"], lambda r: r["status"] == "dead_letter")
+    wait_for(page, lambda d: api.ok("GET", f"/v1/endpoints/{endpoint['id']}")["disabled_reason"] == "failing")
+    sign_in(page, local_stack.api_key)
+    go(page, "endpoints")
+    wait_for(page, lambda d: "disabled for failing: 1 in a row" in row_text(d, endpoint["id"]))
+    shot(page, artifacts, "endpoint-disabled-for-failing")
+    click_in_row(page, endpoint["id"], "Enable")
+    wait_for(page, lambda d: api.ok("GET", f"/v1/endpoints/{endpoint['id']}")["health"]["state"] == "healthy")
+    wait_for(page, lambda d: "healthy" in row_text(d, endpoint["id"]))
     api.ok("DELETE", f"/v1/endpoints/{endpoint['id']}")
 
 

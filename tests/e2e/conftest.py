@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from edgecron_testing.local_stack import DEFAULT_SCAN_INTERVAL, ROOT, LocalStackProcess
+from edgecron_testing.receiver import Receiver
 
 
 def _all_denials() -> dict[Path, int]:
@@ -68,3 +69,11 @@ def local_stack(
     yield stack
     status = stack.stop()
     assert status == 0, f"the local stack exited with {status}:\n{stack.output()}"
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A real HTTP receiver on 127.0.0.1 that answers as scripted and records what arrived."""
+    r = Receiver()
+    yield r
+    r.close()

@@ -177,3 +177,21 @@ def test_cli_story(local_stack: LocalStackProcess, receiver: Receiver, tmp_path:
     assert wrong_key.returncode == 4, wrong_key.stderr
     assert wrong_key.stderr.startswith("error: UNAUTHORIZED: ")
     assert created["api_key"] not in missing.stderr + wrong_key.stderr
+
+
+def test_cli_recovers_what_failed(local_stack: LocalStackProcess, receiver: Receiver, tmp_path: Path) -> None:
+    admin = Cli(tmp_path, local_stack.api_url, admin_key=local_stack.admin_key)
+    created = admin.json("apps", "create", f"cli-recover-{uuid.uuid4().hex[:8]}")
+    cli = Cli(tmp_path, local_stack.api_url, api_key=created["api_key"])
+    since = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    receiver.script("/flaky", Reply(500), Reply(500), Reply(200))
+    policy = cli.json("retry-policies", "create", "--max-attempts", "1")
+    ep = cli.json("endpoints", "create", receiver.url("/flaky"), "--retry-policy", policy["id"])
+    runs = [cli.json("runs", "create", ep["id"]) for _ in range(2)]
+    for run in runs:
+        cli.wait_for(("runs", "get", run["id"]), lambda r: r["status"] == "dead_letter")
+    recovered = cli.json("endpoints", "recover", ep["id"], "--since", since)
+    assert recovered["recovered"] == 2
+    for run in runs:
+        cli.wait_for(("runs", "get", run["id"]), lambda r: r["status"] == "success")
+    assert len(receiver.received("/flaky")) == 4

@@ -1,6 +1,6 @@
 """Hostile receivers against the local stack: raw socket servers on 127.0.0.1 that answer 429 with a
 huge, negative or garbage Retry-After, dribble bytes, send 10 MB, redirect, reset the connection, hang
-after the headers or send an invalid status line. Every HTTP call is exactly one recorded attempt, no
+after the headers, send an invalid status line or ask (clearly or garbled) to stop the retries. Every HTTP call is exactly one recorded attempt, no
 run stays running, and the worker never crashes."""
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ CASES = [
     Case("hang-after-headers", hostile.hang_after_headers(), "dead_letter", 2, "timeout"),
     Case("invalid-status-line", hostile.invalid_status_line(), "dead_letter", 2, "invalid_response"),
     Case("header-line-too-long", hostile.header_line_too_long(), "dead_letter", 2, "invalid_response"),
+    Case("stop-retrying", hostile.unavailable_with_retry_directive("Stop"), "failed", 1, "receiver_stopped"),
+    Case("stop-garbled", hostile.unavailable_with_retry_directive("\xffst\x01op"), "dead_letter", 2, None),
 ]
 
 

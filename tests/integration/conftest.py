@@ -5,9 +5,12 @@ imported here before any test module; this file adds the pytest side: fixtures a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import boto3
 import pytest
 
 from edgecron import clock
@@ -30,12 +33,14 @@ from edgecron_testing.inprocess import (
     retire_runs,
     retire_schedules,
 )
+from edgecron_testing.receiver import Receiver
 
 # what the test modules import from here
 __all__ = [
     "ADMIN_KEY",
     "IAM",
     "PROVISIONED",
+    "Alerts",
     "Pump",
     "app_runs",
     "drain_queues",
@@ -141,3 +146,37 @@ def other_app_key() -> str:
 @pytest.fixture
 def pump() -> Pump:
     return Pump()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A real HTTP receiver on 127.0.0.1 that answers as scripted and records what arrived."""
+    r = Receiver()
+    yield r
+    r.close()
+
+
+Alerts = Callable[[], list[dict[str, Any]]]
+
+
+@pytest.fixture
+def alerts() -> Iterator[Alerts]:
+    """What reaches the alerts topic, through a queue subscribed to it for this test."""
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    sns = boto3.client("sns", region_name="us-east-1")
+    url = sqs.create_queue(QueueName=f"alerts-{uuid.uuid4().hex[:12]}")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    subscription = sns.subscribe(
+        TopicArn=PROVISIONED.topics["AlertsTopic"],
+        Protocol="sqs",
+        Endpoint=arn,
+        Attributes={"RawMessageDelivery": "true"},
+    )["SubscriptionArn"]
+
+    def received() -> list[dict[str, Any]]:
+        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+        return [json.loads(m["Body"]) for m in got.get("Messages", [])]
+
+    yield received
+    sns.unsubscribe(SubscriptionArn=subscription)
+    sqs.delete_queue(QueueUrl=url)

@@ -5,12 +5,8 @@ allowed to the function that makes them, and the permission matrix matches the t
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 
@@ -19,81 +15,26 @@ from edgecron.data import secret_box
 from edgecron_testing import iam as iam_support
 from edgecron_testing.harness import call_api, invoke, load_event, sqs_event
 from edgecron_testing.receiver import Receiver
-from tests.integration.conftest import ADMIN_KEY, IAM, PROVISIONED, Pump, app_runs, new_app
-from tests.integration.test_delivery import _deliver_then_die, _run_whose_message_is_lost
+from tests.integration.conftest import ADMIN_KEY, IAM, PROVISIONED, Alerts, app_runs, new_app
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
-Alerts = Callable[[], list[dict[str, Any]]]
 
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.close()
+def subscribe_to_operational_events(key: str) -> None:
+    """An Endpoint for EdgeCron's own events, so the pause below also publishes one."""
+    body = {"url": "http://127.0.0.1:9/ops", "filter_events": ["edgecron.*"]}
+    assert call_api("POST", "/v1/endpoints", key=key, body=body).status == 201
 
 
-@pytest.fixture
-def alerts() -> Iterator[Alerts]:
-    """What reaches the alerts topic, through a queue subscribed to it for this test."""
-    sqs = boto3.client("sqs", region_name="us-east-1")
-    sns = boto3.client("sns", region_name="us-east-1")
-    url = sqs.create_queue(QueueName=f"alerts-{uuid.uuid4().hex[:12]}")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    subscription = sns.subscribe(
-        TopicArn=PROVISIONED.topics["AlertsTopic"],
-        Protocol="sqs",
-        Endpoint=arn,
-        Attributes={"RawMessageDelivery": "true"},
-    )["SubscriptionArn"]
-
-    def received() -> list[dict[str, Any]]:
-        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
-        return [json.loads(m["Body"]) for m in got.get("Messages", [])]
-
-    yield received
-    sns.unsubscribe(SubscriptionArn=subscription)
-    sqs.delete_queue(QueueUrl=url)
-
-
-def test_the_deploy_catch_up_enqueues_a_due_run_on_the_retry_queue(
-    app_key: str, receiver: Receiver, pump: Pump
-) -> None:
-    ep = call_api("POST", "/v1/endpoints", key=app_key, body={"url": receiver.url("/late")}).body
-    fixed = clock.FixedClock(T0)
-    clock.set_clock(fixed)
-    run = call_api(
-        "POST", "/v1/task-runs", key=app_key, body={"endpoint_id": ep["id"], "delay_sec": 3600}
-    ).body
-    fixed.advance(3600)  # due now, and no scan ran: the deploy's catch-up finds it
-    event = load_event("cfn-update.json") | {"ResponseURL": receiver.url("/cfn")}
-    result = invoke("compensation", event)
-    assert result["Status"] == "SUCCESS"
-    assert pump.depth("RetryQueue") == 1
-    pump.deliveries(quiet_for=0.5)
-    assert call_api("GET", f"/v1/task-runs/{run['id']}", key=app_key).body["status"] == "success"
-
-
-def test_the_deploy_catch_up_records_the_lost_attempt_of_an_expired_claim(
-    app_key: str, receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    fixed, run_id = _run_whose_message_is_lost(app_key, receiver.url("/lost"))
-    _deliver_then_die(run_id, monkeypatch)
-    fixed.advance(300)  # the claim expired and the run's wake time is due
-    event = load_event("cfn-update.json") | {"ResponseURL": receiver.url("/cfn")}
-    result = invoke("compensation", event)
-    assert result["Status"] == "SUCCESS"
-    [request] = receiver.received("/cfn")
-    assert json.loads(request.body)["Data"]["claims_released"] == "1"
-    history = call_api("GET", f"/v1/task-runs/{run_id}/attempts", key=app_key).body["data"]
-    assert [a["error_kind"] for a in history] == ["worker_lost"]
-    assert pump.depth("RetryQueue") == 1
+def operational_events(key: str) -> list[str]:
+    return [e["name"] for e in call_api("GET", "/v1/events", key=key).body["data"]]
 
 
 def test_over_quota_fires_at_create_auto_pause_and_the_api_publishes_the_alert(alerts: Alerts) -> None:
     app_id, key = new_app("quota-alert")
     assert call_api("PUT", f"/v1/apps/{app_id}/quota", key=ADMIN_KEY, body={"monthly_quota": 1}).status == 200
     ep = call_api("POST", "/v1/endpoints", key=key, body={"url": "http://127.0.0.1:9/x"}).body["id"]
+    subscribe_to_operational_events(key)
     clock.set_clock(clock.FixedClock(T0))
     s = call_api(
         "POST", "/v1/schedules", key=key, body={"cron": "1,2,3,4 0 12 * * *", "endpoint_ids": [ep]}
@@ -101,6 +42,7 @@ def test_over_quota_fires_at_create_auto_pause_and_the_api_publishes_the_alert(a
     assert call_api("GET", f"/v1/schedules/{s['id']}", key=key).body["status"] == "PAUSED"
     [alert] = alerts()
     assert s["id"] in json.dumps(alert)
+    assert operational_events(key) == ["edgecron.schedule.paused"]
 
 
 @pytest.mark.parametrize("function", ["scan", "compensation"])
@@ -110,6 +52,7 @@ def test_over_quota_fires_dispatched_later_auto_pause_and_the_dispatcher_alerts(
     app_id, key = new_app(f"quota-{function}")
     assert call_api("PUT", f"/v1/apps/{app_id}/quota", key=ADMIN_KEY, body={"monthly_quota": 1}).status == 200
     ep = call_api("POST", "/v1/endpoints", key=key, body={"url": "http://127.0.0.1:9/x"}).body["id"]
+    subscribe_to_operational_events(key)
     fixed = clock.FixedClock(T0)
     clock.set_clock(fixed)
     s = call_api(
@@ -126,6 +69,7 @@ def test_over_quota_fires_dispatched_later_auto_pause_and_the_dispatcher_alerts(
     assert call_api("GET", f"/v1/schedules/{s['id']}", key=key).body["status"] == "PAUSED"
     [alert] = alerts()
     assert s["id"] in json.dumps(alert)
+    assert operational_events(key) == ["edgecron.schedule.paused"]
 
 
 def test_poison_messages_that_fail_a_third_fire_auto_pause_and_the_dlq_consumer_alerts(
@@ -133,6 +77,7 @@ def test_poison_messages_that_fail_a_third_fire_auto_pause_and_the_dlq_consumer_
 ) -> None:
     app_id, key = new_app("poison-alert")
     ep = call_api("POST", "/v1/endpoints", key=key, body={"url": "http://127.0.0.1:9/x"}).body["id"]
+    subscribe_to_operational_events(key)
     clock.set_clock(clock.FixedClock(T0))
     s = call_api(
         "POST", "/v1/schedules", key=key, body={"cron": "1,2,3 0 12 * * *", "endpoint_ids": [ep]}
@@ -155,6 +100,8 @@ def test_poison_messages_that_fail_a_third_fire_auto_pause_and_the_dlq_consumer_
     assert call_api("GET", f"/v1/schedules/{s['id']}", key=key).body["status"] == "PAUSED"
     [alert] = alerts()
     assert s["id"] in json.dumps(alert)
+    published = operational_events(key)
+    assert published.count("edgecron.run.dead_lettered") == 3 and "edgecron.schedule.paused" in published
 
 
 def test_every_listed_call_is_allowed_and_every_grant_is_listed() -> None:

@@ -277,7 +277,9 @@ def test_three_failed_fires_auto_pause_notify_and_resume_resets(
     got = call_api("GET", f"/v1/schedules/{s['id']}", key=key).body
     assert got["status"] == "PAUSED" and got["consecutive_failures"] == 3
     notes = call_api("GET", "/v1/notifications", key=key).body["data"]
-    assert [n["kind"] for n in notes] == ["SCHEDULE_AUTO_PAUSED"] and "nightly" in notes[0]["title"]
+    # newest first: the pause, after the endpoint's warning at the first failed run
+    assert [n["kind"] for n in notes] == ["SCHEDULE_AUTO_PAUSED", "ENDPOINT_FAILING"]
+    assert "nightly" in notes[0]["title"]
     assert [f.status for f in fires_of(s["id"])] == ["FAILED"] * 3 + ["CANCELLED"]
     fixed.set(T0.replace(minute=6))
     invoke("scan", {"detail": {}})

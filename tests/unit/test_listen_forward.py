@@ -84,3 +84,18 @@ def test_a_body_without_a_readable_length_is_a_400_and_the_connection_closes(hea
         assert response.status == 400 and response.getheader("connection") == "close"
         connection.close()
     assert lines == []  # not counted as a delivery
+
+
+def test_stop_retries_marks_failures_only() -> None:
+    assert Script(stop_retries=True).headers_for(503) == {"edgecron-retry": "stop"}
+    assert Script(stop_retries=True).headers_for(204) == {}
+    assert Script().headers_for(503) == {}
+
+
+def test_a_scripted_failure_asks_edgecron_to_stop_retrying_over_http() -> None:
+    listener = Listener([], Script(fail_rate=Fraction(1, 2), stop_retries=True), echo=[].append)
+    for base in serve(listener):
+        first = requests.post(base + "/hook", data=b"{}", timeout=5)
+        second = requests.post(base + "/hook", data=b"{}", timeout=5)
+        assert (first.status_code, first.headers.get("edgecron-retry")) == (503, "stop")
+        assert (second.status_code, second.headers.get("edgecron-retry")) == (200, None)

@@ -23,6 +23,10 @@ SECTIONS: dict[str, type[StrEnum]] = {
     "Retry strategy": v.RetryStrategy,
     "HTTP method": v.HttpMethod,
     "API key role": v.KeyRole,
+    "Endpoint health": v.HealthState,
+    "Disabled reason": v.DisabledReason,
+    "Notification kind": v.NotificationKind,
+    "Operational event": v.OperationalEvent,
 }
 
 
@@ -45,3 +49,20 @@ def test_every_enum_of_the_vocabulary_is_documented() -> None:
         if isinstance(obj, type) and issubclass(obj, StrEnum) and obj is not StrEnum
     }
     assert enums == set(SECTIONS.values())
+
+
+CONSOLE = Path(__file__).resolve().parents[2] / "layers" / "core" / "edgecron" / "console" / "assets"
+CONSOLE_LISTS: dict[str, type[StrEnum]] = {
+    "RUN_STATUSES": v.RunStatus,
+    "SOURCES": v.Source,
+    "ERROR_KINDS": v.ErrorKind,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONSOLE_LISTS))
+def test_the_consoles_filter_lists_offer_every_value(name: str) -> None:
+    text = (CONSOLE / "page-runs.js").read_text(encoding="utf-8")
+    match = re.search(rf"const {name} = \[(.*?)\];", text, flags=re.S)
+    assert match, f"page-runs.js has no {name} list"
+    offered = [value for value in re.findall(r'"([^"]*)"', match.group(1)) if value]
+    assert offered == [member.value for member in CONSOLE_LISTS[name]]

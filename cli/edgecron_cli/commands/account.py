@@ -20,7 +20,7 @@ from edgecron_cli.commands._common import (
     show_one,
 )
 
-notifications = Group("notifications", "App notifications (auto-pauses and other notices).")
+notifications = Group("notifications", "App notifications (auto-pauses, failing and disabled endpoints).")
 
 USAGE_FIELDS: list[output.Column] = [
     ("month", "month"),

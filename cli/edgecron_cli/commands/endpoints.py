@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
@@ -33,6 +34,7 @@ COLUMNS: list[output.Column] = [
     ("events", "filter_events"),
     ("retry_policy", "retry_policy_id"),
     ("active", "active"),
+    ("health", lambda e: (e.get("health") or {}).get("state")),
 ]
 FIELDS: list[output.Column] = [
     ("id", "id"),
@@ -44,6 +46,15 @@ FIELDS: list[output.Column] = [
     ("retry_policy_id", "retry_policy_id"),
     ("filter_events", "filter_events"),
     ("active", "active"),
+    ("disabled_reason", "disabled_reason"),
+    ("health", lambda e: (e.get("health") or {}).get("state")),
+    ("consecutive_failures", lambda e: (e.get("health") or {}).get("consecutive_failures")),
+    ("failing_since", lambda e: (e.get("health") or {}).get("failing_since")),
+    ("last_success_at", lambda e: (e.get("health") or {}).get("last_success_at")),
+    (
+        "disable_after",
+        lambda e: f"{e.get('disable_after_failures')} failures, {e.get('disable_after_sec')} s",
+    ),
     ("created_at", "created_at"),
     ("updated_at", "updated_at"),
 ]
@@ -57,6 +68,13 @@ Event = Annotated[
     typer.Option("--event", help="Event name or pattern (invoice.*, * = all), repeatable."),
 ]
 Description = Annotated[str | None, typer.Option(help="Free text.")]
+DisableAfterFailures = Annotated[
+    int | None,
+    typer.Option(help="Disable after this many failed runs in a row (0 = never; default 100)..."),
+]
+DisableAfterSec = Annotated[
+    int | None, typer.Option(help="...over at least this many seconds (default 432000, five days).")
+]
 EndpointId = Annotated[str, typer.Argument(help="Endpoint id (ep_...).")]
 
 
@@ -77,6 +95,8 @@ def create(
     retry_policy: RetryPolicy = None,
     event: Event = None,
     description: Description = None,
+    disable_after_failures: DisableAfterFailures = None,
+    disable_after_sec: DisableAfterSec = None,
     inactive: Annotated[bool, typer.Option("--inactive", help="Create it switched off.")] = False,
     idempotency_key: IdempotencyKey = None,
     json_flag: JsonFlag = False,
@@ -90,6 +110,8 @@ def create(
         "retry_policy_id": retry_policy,
         "filter_events": event,
         "description": description,
+        "disable_after_failures": disable_after_failures,
+        "disable_after_sec": disable_after_sec,
     }
     body.update({k: v for k, v in optional.items() if v is not None})
     if inactive:
@@ -130,7 +152,12 @@ def update(
     ] = None,
     no_events: Annotated[bool, typer.Option("--no-events", help="Receive no events.")] = False,
     description: Description = None,
-    active: Annotated[bool | None, typer.Option("--active/--inactive", help="Switch on or off.")] = None,
+    disable_after_failures: DisableAfterFailures = None,
+    disable_after_sec: DisableAfterSec = None,
+    active: Annotated[
+        bool | None,
+        typer.Option("--active/--inactive", help="Switch on or off; --active re-enables a disabled one."),
+    ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Change an Endpoint; only the flags given are sent (PATCH)."""
@@ -143,6 +170,8 @@ def update(
         "retry_policy_id": retry_policy,
         "filter_events": event,
         "description": description,
+        "disable_after_failures": disable_after_failures,
+        "disable_after_sec": disable_after_sec,
         "active": active,
     }
     changes.update({k: v for k, v in optional.items() if v is not None})
@@ -168,3 +197,29 @@ def delete(endpoint_id: EndpointId, json_flag: JsonFlag = False) -> None:
 def rotate_secret(endpoint_id: EndpointId, json_flag: JsonFlag = False) -> None:
     """Issue a new signing secret (printed once); the old one keeps signing for 24 h."""
     _show_with_secret(client().endpoints.rotate_secret(endpoint_id), json_flag)
+
+
+@app.command("recover")
+def recover(
+    endpoint_id: EndpointId,
+    since: Annotated[
+        str, typer.Option(help="Runs that ended failed or dead_letter from this time (RFC 3339).")
+    ],
+    until: Annotated[str | None, typer.Option(help="... up to this time (RFC 3339; default: now).")] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Re-send what failed: the Endpoint's failed and dead-lettered runs of the window, each as a new
+    attempt series (calls again while the API says there is more)."""
+    api = client()
+    until = until or datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    total = {"recovered": 0, "calls": 0}
+    while True:
+        result = api.endpoints.recover(endpoint_id, since, until)
+        total["calls"] += 1
+        total["recovered"] += int(result.get("recovered", 0))
+        if not result.get("has_more") or not result.get("recovered"):
+            break
+    if want_json(json_flag):
+        output.print_json(total)
+    else:
+        typer.echo(f"recovered {total['recovered']} runs of {endpoint_id}")

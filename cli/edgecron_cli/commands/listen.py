@@ -23,6 +23,7 @@ from typing import Annotated, Any
 import requests
 import typer
 
+from edgecron.domain.outcome import RETRY_DIRECTIVE_HEADER
 from edgecron.domain.signing import (
     HEADER_ID,
     HEADER_SIGNATURE,
@@ -110,6 +111,7 @@ class Script:
     fail_rate: Fraction = Fraction(0)
     fail_status: int = 503
     delay_ms: int = 0
+    stop_retries: bool = False  # answer every failure with `edgecron-retry: stop`
 
     def fails(self, n: int) -> bool:
         """Does the n-th delivery (1-based) get the scripted failure?"""
@@ -117,6 +119,10 @@ class Script:
 
     def answer(self, n: int) -> int:
         return self.fail_status if self.fails(n) else self.status
+
+    def headers_for(self, status: int) -> dict[str, str]:
+        """Headers of an answer: a failure asks EdgeCron to stop retrying when the script says so."""
+        return {RETRY_DIRECTIVE_HEADER: "stop"} if self.stop_retries and not 200 <= status < 300 else {}
 
 
 def parse_fail_rate(value: float) -> Fraction:
@@ -233,14 +239,18 @@ def make_server(listener: Listener, host: str, port: int) -> ThreadingHTTPServer
             body = self.rfile.read(int(raw_length))
             headers = {k: v for k, v in self.headers.items()}
             status, answer = listener.handle(self.command, self.path, headers, body)
-            self._send(status, answer)
+            self._send(status, answer, extra=listener.script.headers_for(status))
 
         def _refuse(self, why: bytes) -> None:
             """400, and the connection closes: the unread body must not be taken for a next request."""
             self._send(400, why, close=True)
 
-        def _send(self, status: int, body: bytes, *, close: bool = False) -> None:
+        def _send(
+            self, status: int, body: bytes, *, close: bool = False, extra: Mapping[str, str] | None = None
+        ) -> None:
             self.send_response(status)
+            for name, value in (extra or {}).items():
+                self.send_header(name, value)
             self.send_header("content-type", "text/plain; charset=utf-8")
             self.send_header("content-length", str(len(body)))
             if close:
@@ -289,6 +299,9 @@ def listen(
     ] = 0.0,
     fail_status: Annotated[int, typer.Option(min=100, max=599, help="Status of a scripted failure.")] = 503,
     delay_ms: Annotated[int, typer.Option(min=0, max=60_000, help="Wait this long before answering.")] = 0,
+    stop_retries: Annotated[
+        bool, typer.Option(help="Answer failures with 'edgecron-retry: stop': EdgeCron retries no more.")
+    ] = False,
     forward_to: Annotated[
         str | None, typer.Option(help="Pass each delivery on to this URL and answer with what it answers.")
     ] = None,
@@ -308,7 +321,7 @@ def listen(
         secrets.append(handled(_endpoint_secret)(endpoint))
     if forward_to and not forward_to.startswith(("http://", "https://")):
         raise typer.BadParameter("must be an http:// or https:// URL", param_hint="--forward-to")
-    script = Script(status, parse_fail_rate(fail_rate), fail_status, delay_ms)
+    script = Script(status, parse_fail_rate(fail_rate), fail_status, delay_ms, stop_retries)
     listener = Listener(secrets, script, forward_to, echo=lambda line: typer.echo(line))
     server = make_server(listener, host, port)
     bound = server.server_address[1]

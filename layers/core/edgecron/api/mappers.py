@@ -22,7 +22,7 @@ from edgecron.domain.vocabulary import (
     Source,
 )
 from edgecron.schemas.apps import AccountOut, AppCreated, AppOut
-from edgecron.schemas.endpoints import EndpointOut, EndpointWithSecret
+from edgecron.schemas.endpoints import EndpointHealthOut, EndpointOut, EndpointWithSecret, RecoverResult
 from edgecron.schemas.events import EventDelivery, EventDetail, EventOut, EventSummary
 from edgecron.schemas.retry_policies import RetryPolicyOut
 from edgecron.schemas.schedules import FireOut, FireRunOut, NotificationOut, ScheduleOut, UsageOut
@@ -65,6 +65,15 @@ def _endpoint_fields(ep: Endpoint) -> dict[str, Any]:
         "retry_policy_id": ep.retry_policy_id,
         "filter_events": list(ep.filter_events),
         "active": ep.active,
+        "disabled_reason": ep.disabled_reason,
+        "disable_after_failures": ep.disable_after_failures,
+        "disable_after_sec": ep.disable_after_sec,
+        "health": EndpointHealthOut(
+            state=ep.health_state,
+            consecutive_failures=ep.health.consecutive_failures,
+            failing_since=iso_ms(ep.health.failing_since),
+            last_success_at=iso_ms(ep.health.last_success_at),
+        ),
         "created_at": iso_ms(ep.created_at) or "",
         "updated_at": iso_ms(ep.updated_at) or "",
     }
@@ -255,3 +264,7 @@ def event_detail(event: Any, matched: int, deliveries: Sequence[Any], next_curso
         deliveries=[event_delivery(d) for d in deliveries],
         deliveries_next_cursor=next_cursor,
     )
+
+
+def recover_result(result: Any) -> RecoverResult:
+    return RecoverResult(recovered=result.recovered, has_more=result.has_more)

@@ -29,6 +29,7 @@ def to_entity(row: AppModel) -> App:
         name=row.name,
         created_at=int(row.created_at),
         monthly_quota=int(quota) if quota is not None else None,
+        operational_subscriptions=frozenset(row.operational_subscriptions or ()),
     )
 
 
@@ -76,6 +77,14 @@ def set_quota(app_id: str, monthly_quota: int | None) -> App | None:
     if not update_if(row, [action], AppModel.app_id.exists()):
         return None
     return to_entity(row)
+
+
+def set_operational_subscriptions(app_id: str, names: frozenset[str]) -> None:
+    """Which operational events the App's Endpoints subscribe to (what publishing checks first)."""
+    row = AppModel(app_id=app_id)
+    attr = AppModel.operational_subscriptions
+    action = attr.set(sorted(names)) if names else attr.remove()
+    update_if(row, [action], AppModel.app_id.exists())
 
 
 @lru_cache(maxsize=8)

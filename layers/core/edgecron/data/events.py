@@ -31,7 +31,7 @@ PENDING, RUNNING, DONE, FAILED = (
     FanoutStatus.FAILED,
 )
 OPEN = (PENDING, RUNNING)
-_MATCH_ATTRIBUTES = ["app_id", "endpoint_id", "active", "filter_events"]
+_MATCH_ATTRIBUTES = ["app_id", "endpoint_id", "active", "disabled_reason", "filter_events"]
 _CONDITION_FAILED = "ConditionalCheckFailed"
 
 

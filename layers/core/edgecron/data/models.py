@@ -50,6 +50,7 @@ class AppModel(Model):
     name = UnicodeAttribute()
     monthly_quota = NumberAttribute(null=True)
     created_at = NumberAttribute()
+    operational_subscriptions = ListAttribute[str](of=UnicodeAttribute, null=True)  # type: ignore[arg-type]
 
 
 class ApiKeyModel(Model):
@@ -90,6 +91,15 @@ class EndpointModel(Model):
     version = NumberAttribute(null=True)  # moves on every save; None: written before versions
     created_at = NumberAttribute()
     updated_at = NumberAttribute()
+    # None: written before Endpoints had health (the defaults apply)
+    disable_after_failures = NumberAttribute(null=True)
+    disable_after_sec = NumberAttribute(null=True)
+    disabled_reason = UnicodeAttribute(null=True)
+    # Health: written by atomic updates of the delivery path only, never by a user's save
+    health_failures = NumberAttribute(null=True)
+    health_failing_since = NumberAttribute(null=True)
+    health_last_success_at = NumberAttribute(null=True)
+    health_warned_at = NumberAttribute(null=True)  # the last ENDPOINT_FAILING warning
 
 
 class RetryPolicyModel(Model):

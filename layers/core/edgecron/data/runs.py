@@ -181,9 +181,21 @@ def finish(
     actions = _terminal_actions(status, now_ms) + _result_actions(status_code, error, error_kind)
     if first_attempt is not None:
         actions.append(M.first_attempt.set(first_attempt))
-    if status == st.DEAD_LETTER:
-        actions += [M.dl_app_id.set(run.app_id), M.dead_key.set(created_key(now_ms, run.run_id))]
+    if status in RECOVERABLE:
+        actions += _ended_badly_keys(run, status, now_ms)
     return update_if(run, actions, _owned(run))
+
+
+RECOVERABLE = (st.DEAD_LETTER, st.FAILED)
+FAILED_PARTITION = "#failed"  # failed runs share the dead_letters index under "<app_id>#failed"
+
+
+def _ended_badly_keys(run: TaskRunModel, status: str, now_ms: int) -> list[Any]:
+    """The `dead_letters` index entry of a run that ended badly: dead letters under the App's id (what
+    GET /v1/dead-letters lists), failed runs under the App's id + FAILED_PARTITION, both keyed by
+    when they ended, so an Endpoint's recover finds both kinds in a time window."""
+    partition = run.app_id if status == st.DEAD_LETTER else run.app_id + FAILED_PARTITION
+    return [M.dl_app_id.set(partition), M.dead_key.set(created_key(now_ms, run.run_id))]
 
 
 def schedule_retry(
@@ -295,8 +307,11 @@ def poison(run: TaskRunModel, now_ms: int, reason: str) -> bool:
     return update_if(run, actions, stuck)
 
 
-def replay(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:
-    """A dead letter starts a new attempt series; earlier attempts stay visible."""
+def replay(
+    run: TaskRunModel, now_ms: int, wake_at_ms: int, *, from_statuses: tuple[str, ...] = (st.DEAD_LETTER,)
+) -> bool:
+    """A dead letter (or, for a recover, a failed run) starts a new attempt series; earlier
+    attempts stay visible."""
     actions = [
         M.status.set(st.PENDING),
         M.series.add(1),
@@ -310,7 +325,28 @@ def replay(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:
         M.updated_at.set(now_ms),
         M.expires_at.set(run_expires_at_s(now_ms)),
     ]
-    return update_if(run, actions, M.status == st.DEAD_LETTER)
+    return update_if(run, actions, M.status.is_in(*from_statuses))
+
+
+def ended_badly(
+    app_id: str, endpoint_id: str, since_ms: int, until_ms: int | None, now_ms: int, limit: int
+) -> tuple[list[TaskRunModel], bool]:
+    """Up to `limit` runs of the Endpoint that became dead letters or failed in the window (oldest
+    first), and whether more remain; read from both partitions of the `dead_letters` index."""
+    found: list[TaskRunModel] = []
+    more = False
+    for partition in (app_id, app_id + FAILED_PARTITION):
+        result = M.dead_letters.query(
+            partition,
+            range_key_condition=time_window(M.dead_key, since_ms, until_ms),
+            filter_condition=alive(M, now_ms) & (M.endpoint_id == endpoint_id) & M.status.is_in(*RECOVERABLE),
+        )
+        for run in result:
+            if len(found) == limit:
+                more = True
+                break
+            found.append(run)
+    return found, more
 
 
 def _chunks(values: Iterable[str], size: int) -> Iterator[list[str]]:

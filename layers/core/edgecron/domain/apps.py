@@ -11,3 +11,5 @@ class App:
     name: str
     created_at: int
     monthly_quota: int | None = None
+    # the operational events some Endpoint of the App subscribes to (kept by Endpoint writes)
+    operational_subscriptions: frozenset[str] = frozenset()

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from edgecron.domain.vocabulary import HttpMethod
+from edgecron.domain.endpoint_health import (
+    DEFAULT_DISABLE_AFTER_FAILURES,
+    DEFAULT_DISABLE_AFTER_SEC,
+    DisablePolicy,
+    EndpointHealth,
+    state,
+)
+from edgecron.domain.vocabulary import DisabledReason, HealthState, HttpMethod
 
 
 @dataclass(frozen=True)
@@ -34,3 +41,25 @@ class Endpoint:
     active: bool = True
     secrets: tuple[SealedSecret, ...] = ()
     version: int | None = None  # moves on every save; None: written before versions
+    disable_after_failures: int = DEFAULT_DISABLE_AFTER_FAILURES
+    disable_after_sec: int = DEFAULT_DISABLE_AFTER_SEC
+    disabled_reason: DisabledReason | None = None  # set when EdgeCron, not a user, turned it off
+    health: EndpointHealth = field(default_factory=EndpointHealth)
+
+    @property
+    def disable_policy(self) -> DisablePolicy:
+        return DisablePolicy(self.disable_after_failures, self.disable_after_sec)
+
+    @property
+    def health_state(self) -> HealthState:
+        return state(self.health, self.disabled_reason)
+
+    @property
+    def receives_runs(self) -> bool:
+        return receives_runs(self.active, self.disabled_reason)
+
+
+def receives_runs(active: bool | None, disabled_reason: str | None) -> bool:
+    """Whether new runs are made for an Endpoint: one disabled for failing still gets them (as dead
+    letters, so nothing published while it is down is lost); one a user turned off does not."""
+    return bool(active) or disabled_reason == DisabledReason.FAILING

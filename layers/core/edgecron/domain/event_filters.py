@@ -15,6 +15,12 @@ Patterns (what an Endpoint lists in ``filter_events``):
   wildcard (``**``) and no partial-segment wildcard (``inv*`` is not a pattern);
 * a name without ``*`` matches only itself;
 * an empty list matches nothing (the Endpoint receives schedule and direct runs only).
+
+Operational events (names under ``edgecron.``, published by EdgeCron itself) are matched only by
+patterns that name them: ``edgecron.*`` matches every one of them, whatever its number of segments,
+and patterns such as ``edgecron.endpoint.*`` or ``edgecron.run.dead_lettered`` match as usual; a
+plain ``*`` does not match them, so subscribing to everything never subscribes to EdgeCron's own
+events by surprise. Users cannot publish names under ``edgecron.``.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from collections.abc import Iterable
 
 MAX_NAME_LENGTH = 128
 WILDCARD = "*"
+OPERATIONAL_PREFIX = "edgecron."
+ALL_OPERATIONAL = OPERATIONAL_PREFIX + WILDCARD
 _NAME = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 _PATTERN = re.compile(r"^(\*|[A-Za-z0-9_-]+(\.([A-Za-z0-9_-]+|\*))*)$")
 
@@ -42,7 +50,19 @@ def validate_name(name: str) -> str:
         raise ValueError(
             "event name must be dotted segments of letters, digits, '_' or '-' (e.g. invoice.paid)"
         )
+    if is_operational(name):
+        raise ValueError(f"event names under '{OPERATIONAL_PREFIX}' are EdgeCron's own operational events")
     return name
+
+
+def is_operational_pattern(pattern: str) -> bool:
+    """A pattern that can match operational events (plain `*` cannot)."""
+    return pattern.startswith(OPERATIONAL_PREFIX)
+
+
+def is_operational(name: str) -> bool:
+    """An event EdgeCron publishes about itself (endpoint health, dead letters, paused schedules)."""
+    return name.startswith(OPERATIONAL_PREFIX)
 
 
 def is_valid_pattern(pattern: object) -> bool:
@@ -56,6 +76,11 @@ def is_valid_pattern(pattern: object) -> bool:
 
 def matches(pattern: str, name: str) -> bool:
     """Does one pattern match one event name?"""
+    if is_operational(name):
+        if pattern == WILDCARD:
+            return False
+        if pattern == ALL_OPERATIONAL:
+            return True
     if pattern == WILDCARD:
         return True
     if WILDCARD not in pattern:

@@ -9,6 +9,8 @@ attempt                               retryable?   outcome
 ====================================  ===========  ==============================
 ``endpoint_inactive``                 no           ``failed`` "endpoint inactive"
 ``endpoint_deleted``                  no           ``failed`` "endpoint deleted"
+``endpoint_disabled`` (for failing)   no           ``dead_letter`` "endpoint disabled ...",
+                                                   not sent: replayable once re-enabled
 ``refused`` (SSRF and similar)        no           ``failed`` "target refused: ..."
 ``invalid_request`` (not sendable)    no           ``failed`` "request not sent: ..."
 ``timeout``                           yes          "timeout"
@@ -24,6 +26,10 @@ HTTP 5xx                              yes          "HTTP 5xx"
 any other status (1xx, >= 600)        no           ``failed`` "unexpected HTTP status"
 no status, no kind, an error text     yes          treated like a network error
 ====================================  ===========  ==============================
+
+A failed attempt whose response carries ``edgecron-retry: stop`` ends the run at once: ``failed``
+with ``error_kind`` ``receiver_stopped``, whatever the table says and the policy has left. A success
+ignores the header, and so does any value other than the token ``stop``.
 
 A retryable failure on attempt ``n >= policy.max_attempts`` becomes
 ``dead_letter`` ("attempts exhausted (n of max): <reason>"); otherwise it is
@@ -62,6 +68,8 @@ SUMMARY_LIMIT: Final = 1024
 TRUNCATION_MARKER: Final = "\u2026"  # "…", 3 bytes in UTF-8
 _MARKER_BYTES: Final = len(TRUNCATION_MARKER.encode("utf-8"))
 _QUOTE_LIMIT: Final = 40  # characters of a receiver's Retry-After quoted in a reason
+RETRY_DIRECTIVE_HEADER: Final = "edgecron-retry"
+STOP: Final = "stop"
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,7 @@ class AttemptResult:
     error: str | None = None
     error_kind: ErrorKind | None = None
     retry_after: str | None = None  # the raw Retry-After header value
+    retry_directive: str | None = None  # the raw edgecron-retry header value
 
 
 @dataclass(frozen=True)
@@ -82,11 +91,12 @@ class Decision:
     outcome: Outcome
     delay_sec: float | None  # only for "retry": seconds until the next attempt
     reason: str  # human readable, e.g. "HTTP 503", "attempts exhausted (3 of 3): HTTP 503"
+    error_kind: ErrorKind | None = None  # set when the decision, not the attempt, names the kind
 
 
 @dataclass(frozen=True)
 class _Verdict:
-    kind: Literal["success", "retryable", "terminal"]
+    kind: Literal["success", "retryable", "terminal", "parked"]
     reason: str
     retry_after_sec: float | None = None
 
@@ -103,6 +113,14 @@ def _quote(raw: str) -> str:
     return text if len(text) <= _QUOTE_LIMIT else text[: _QUOTE_LIMIT - 1] + TRUNCATION_MARKER
 
 
+def parse_retry_directive(raw: str | None) -> Literal["stop"] | None:
+    """The receiver's ``edgecron-retry`` header: ``"stop"`` for the token stop (any case, surrounding
+    spaces), None for anything else, so an unknown or garbled value never changes a decision."""
+    if raw is None or len(raw) > 16:
+        return None
+    return STOP if raw.strip(" \t").lower() == STOP else None
+
+
 def _classify(result: AttemptResult, now: datetime) -> _Verdict:
     kind = result.error_kind
     status = result.status_code
@@ -110,6 +128,8 @@ def _classify(result: AttemptResult, now: datetime) -> _Verdict:
         return _Verdict("terminal", "endpoint inactive")
     if kind == "endpoint_deleted":
         return _Verdict("terminal", "endpoint deleted")
+    if kind == "endpoint_disabled":
+        return _Verdict("parked", _with_detail("endpoint disabled", result.error))
     if kind == "refused":
         return _Verdict("terminal", _with_detail("target refused", result.error))
     if kind == "invalid_request":
@@ -168,8 +188,13 @@ def decide(
     verdict = _classify(result, now)
     if verdict.kind == "success":
         return Decision("success", None, verdict.reason)
+    if parse_retry_directive(result.retry_directive) == STOP:
+        reason = f"receiver asked to stop retrying ({RETRY_DIRECTIVE_HEADER}: {STOP}): {verdict.reason}"
+        return Decision("failed", None, reason, ErrorKind.RECEIVER_STOPPED)
     if verdict.kind == "terminal":
         return Decision("failed", None, verdict.reason)
+    if verdict.kind == "parked":
+        return Decision("dead_letter", None, verdict.reason)
     if attempt_number >= policy.max_attempts:
         return Decision(
             "dead_letter",

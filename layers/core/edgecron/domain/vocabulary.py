@@ -45,6 +45,8 @@ class ErrorKind(StrEnum):
     INVALID_RESPONSE = "invalid_response"
     POISON = "poison"
     WORKER_LOST = "worker_lost"
+    RECEIVER_STOPPED = "receiver_stopped"
+    ENDPOINT_DISABLED = "endpoint_disabled"
 
 
 class FireStatus(StrEnum):
@@ -104,3 +106,35 @@ class KeyRole(StrEnum):
 
     ADMIN = "admin"
     APP = "app"
+
+
+class HealthState(StrEnum):
+    """How an Endpoint's recent deliveries went."""
+
+    HEALTHY = "healthy"
+    FAILING = "failing"
+    DISABLED = "disabled"
+
+
+class DisabledReason(StrEnum):
+    """Why EdgeCron, not a user, turned an Endpoint off."""
+
+    FAILING = "failing"
+
+
+class NotificationKind(StrEnum):
+    """What an App notification (and its alert) is about."""
+
+    SCHEDULE_AUTO_PAUSED = "SCHEDULE_AUTO_PAUSED"
+    ENDPOINT_FAILING = "ENDPOINT_FAILING"
+    ENDPOINT_DISABLED = "ENDPOINT_DISABLED"
+
+
+class OperationalEvent(StrEnum):
+    """The events EdgeCron publishes into an App about its own work (matched by `edgecron.*`)."""
+
+    ENDPOINT_DISABLED = "edgecron.endpoint.disabled"
+    ENDPOINT_FAILING = "edgecron.endpoint.failing"
+    RUN_DEAD_LETTERED = "edgecron.run.dead_lettered"
+    SCHEDULE_PAUSED = "edgecron.schedule.paused"
+    FIRE_MISSED = "edgecron.fire.missed"

@@ -16,9 +16,15 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from edgecron.domain.endpoint_health import (
+    DEFAULT_DISABLE_AFTER_FAILURES,
+    DEFAULT_DISABLE_AFTER_SEC,
+    MAX_DISABLE_AFTER_FAILURES,
+    MAX_DISABLE_AFTER_SEC,
+)
 from edgecron.domain.http_headers import header_problem
-from edgecron.domain.vocabulary import HttpMethod
-from edgecron.schemas.common import Description, FromText, Id, Page, Strict
+from edgecron.domain.vocabulary import DisabledReason, HealthState, HttpMethod
+from edgecron.schemas.common import Description, FromText, Id, Page, Rfc3339, Strict
 
 MAX_URL = 2048
 MAX_HEADERS = 20
@@ -67,6 +73,22 @@ def _check_headers(value: dict[str, str] | None) -> dict[str, str] | None:
 
 Headers = Annotated[dict[str, str], AfterValidator(_check_headers)]
 TimeoutMs = Annotated[int, Field(ge=100, le=25_000, description="per-attempt timeout in milliseconds")]
+DisableAfterFailures = Annotated[
+    int,
+    Field(
+        ge=0,
+        le=MAX_DISABLE_AFTER_FAILURES,
+        description="disable the Endpoint after this many failed runs in a row (0 = never) ...",
+    ),
+]
+DisableAfterSec = Annotated[
+    int,
+    Field(
+        ge=0,
+        le=MAX_DISABLE_AFTER_SEC,
+        description="... once at least this many seconds passed since the first of them",
+    ),
+]
 
 
 class EndpointCreate(Strict):
@@ -79,9 +101,11 @@ class EndpointCreate(Strict):
     filter_events: list[EventPattern] = Field(
         default_factory=list,
         max_length=50,
-        description="event names or patterns (invoice.*, *); empty = none",
+        description="event names or patterns (invoice.*, *; edgecron.* for EdgeCron's own events, which * does not match); empty = none",
     )
     active: StrictBool = True
+    disable_after_failures: DisableAfterFailures = DEFAULT_DISABLE_AFTER_FAILURES
+    disable_after_sec: DisableAfterSec = DEFAULT_DISABLE_AFTER_SEC
 
     @field_validator("filter_events")
     @classmethod
@@ -97,7 +121,18 @@ class EndpointUpdate(Strict):
     timeout_ms: TimeoutMs | None = None
     retry_policy_id: Id | None = None
     filter_events: list[EventPattern] | None = Field(default=None, max_length=50)
-    active: StrictBool | None = None
+    active: StrictBool | None = Field(
+        default=None, description="true re-enables a disabled Endpoint and starts its health afresh"
+    )
+    disable_after_failures: DisableAfterFailures | None = None
+    disable_after_sec: DisableAfterSec | None = None
+
+
+class EndpointHealthOut(BaseModel):
+    state: HealthState
+    consecutive_failures: int = Field(description="failed or dead-lettered runs in a row")
+    failing_since: str | None = Field(description="when the first run of the failing streak ended")
+    last_success_at: str | None = Field(description="the last successful run, to the minute")
 
 
 class EndpointOut(BaseModel):
@@ -110,6 +145,10 @@ class EndpointOut(BaseModel):
     retry_policy_id: str | None
     filter_events: list[str]
     active: bool
+    disabled_reason: DisabledReason | None = Field(description="why EdgeCron disabled it (null: it did not)")
+    disable_after_failures: int
+    disable_after_sec: int
+    health: EndpointHealthOut
     created_at: str
     updated_at: str
 
@@ -125,3 +164,13 @@ class EndpointWithSecret(EndpointOut):
 
 class EndpointPage(Page[EndpointOut]):
     pass
+
+
+class RecoverRequest(Strict):
+    since: Rfc3339 = Field(description="re-send runs that ended failed or dead_letter at or after this time")
+    until: Rfc3339 | None = Field(default=None, description="... and at or before this one (default: now)")
+
+
+class RecoverResult(BaseModel):
+    recovered: int = Field(description="runs re-sent by this call, each as a new attempt series")
+    has_more: bool = Field(description="more runs match: call again")

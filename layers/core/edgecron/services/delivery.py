@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypeVar
 
@@ -35,7 +35,7 @@ from edgecron.domain.http_headers import header_problem, is_reserved
 from edgecron.domain.outcome import AttemptResult, Decision, decide
 from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
 from edgecron.domain.signing import webhook_headers
-from edgecron.domain.vocabulary import ErrorKind
+from edgecron.domain.vocabulary import DisabledReason, ErrorKind, OperationalEvent
 from edgecron.observability import (
     ATTEMPT_LATENCY_MS,
     ATTEMPTS_LOST,
@@ -48,8 +48,8 @@ from edgecron.observability import (
     logger,
     millis,
 )
+from edgecron.services import endpoint_health, fires, operational_events
 from edgecron.services import endpoints as endpoint_service
-from edgecron.services import fires
 from edgecron.services.http_sender import USER_AGENT, HttpOutcome, send
 from edgecron.services.retry_policies import resolve_spec
 
@@ -57,6 +57,9 @@ _rng = random.SystemRandom()
 EARLY_MS = 1_000  # how early a message may be claimed (SQS delays are whole seconds)
 FINISH_MARGIN_SEC = 3.0  # kept after an attempt to record it, before the function's deadline
 MIN_ATTEMPT_SEC = 1.0  # less than this left (after the margin): the message waits for a new invocation
+DISABLED_FOR_FAILING = AttemptResult(
+    None, "endpoint disabled for failing: not sent", ErrorKind.ENDPOINT_DISABLED
+)
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,8 @@ def deliver(
     ctx = DeliveryContext(run, endpoint, batch)
     if endpoint is None:
         return _conclude(ctx, now, None, AttemptResult(None, "endpoint deleted", ErrorKind.ENDPOINT_DELETED))
+    if endpoint.disabled_reason == DisabledReason.FAILING:  # parked, to replay once re-enabled
+        return _conclude(ctx, now, None, DISABLED_FOR_FAILING)
     if not endpoint.active:
         return _conclude(
             ctx, now, None, AttemptResult(None, "endpoint inactive", ErrorKind.ENDPOINT_INACTIVE)
@@ -308,6 +313,8 @@ def _conclude(
     )
     policy = DEFAULT_POLICY if succeeded else ctx.policy()  # no read on success
     decision = decide(result, int(run.attempt_count), policy, now, _rng.random())
+    if decision.error_kind is not None:  # the receiver's own verdict (edgecron-retry: stop)
+        result = replace(result, error_kind=decision.error_kind)
     started_ms = now_ms - (outcome.latency_ms if outcome else 0)
     attempt = _attempt_of(run, outcome, result, decision, started_ms)
     # The first Attempt rides on the run's own update; any other is stored before it, so a crash
@@ -356,7 +363,7 @@ def _conclude(
                 decision.outcome
             ]
         )
-        after_run_finished(run, status, now_ms)
+        after_run_finished(run, status, now_ms, ctx.endpoint)
     else:
         if inline is not None:
             attempt_data.put(attempt)  # the run moved on meanwhile; the HTTP call still happened
@@ -364,8 +371,13 @@ def _conclude(
     return DeliveryReport(run.run_id, decision.outcome)
 
 
-def after_run_finished(run: TaskRunModel, status: str, now_ms: int) -> None:
-    """Settle what the run belongs to (a schedule's Fire) once the run is terminal."""
+def after_run_finished(run: TaskRunModel, status: str, now_ms: int, endpoint: Endpoint | None = None) -> None:
+    """Count the run for its Endpoint's health and settle what it belongs to (a schedule's Fire)
+    once the run is terminal. `endpoint` is the Endpoint the delivery read, when it read one."""
+    endpoint_health.run_ended(run, status, now_ms, endpoint)
+    if status == st.DEAD_LETTER and run.last_error_kind != ErrorKind.ENDPOINT_DISABLED:
+        facts = operational_events.run_facts(run)
+        operational_events.publish(run.app_id, OperationalEvent.RUN_DEAD_LETTERED, facts, now_ms, cause=run)
     if run.source == "schedule":
         fires.run_settled(run, status, now_ms)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -12,9 +13,11 @@ from edgecron.data import secret_box
 from edgecron.data.conditional import SAVE_ATTEMPTS
 from edgecron.data.paging import Page
 from edgecron.domain.endpoints import Endpoint, SealedSecret
+from edgecron.domain.event_filters import is_operational_pattern
 from edgecron.domain.signing import new_secret
 from edgecron.errors import ConcurrentUpdate, NotFound, ParamInvalid
 from edgecron.schemas.endpoints import EndpointCreate, EndpointUpdate
+from edgecron.services import operational_events
 from edgecron.services.retry_policies import DEFAULT_ID
 from edgecron.services.target_guard import TargetRefused, check_url
 
@@ -52,11 +55,22 @@ def create(
         retry_policy_id=req.retry_policy_id,
         filter_events=tuple(req.filter_events),
         active=req.active,
+        disable_after_failures=req.disable_after_failures,
+        disable_after_sec=req.disable_after_sec,
         secrets=(SealedSecret(secret=secret_box.seal(secret), created_at=now_ms),),
         created_at=now_ms,
         updated_at=now_ms,
     )
-    return data.put_new(endpoint), secret
+    created = data.put_new(endpoint)
+    _endpoints_changed(app_id, created.filter_events)
+    return created, secret
+
+
+def _endpoints_changed(app_id: str, *filters: Iterable[str]) -> None:
+    """An Endpoint was written: if any filter it had or has names operational events, the App's
+    record of which of them its Endpoints take is brought up to date."""
+    if any(any(is_operational_pattern(p) for p in patterns) for patterns in filters):
+        operational_events.refresh_subscriptions(app_id)
 
 
 def find(app_id: str, endpoint_id: str, *, consistent: bool = False) -> Endpoint | None:
@@ -98,15 +112,24 @@ def update(app_id: str, endpoint_id: str, req: EndpointUpdate, now_ms: int) -> E
     if "filter_events" in changes:
         changes["filter_events"] = tuple(changes["filter_events"])
     for _ in range(SAVE_ATTEMPTS):
-        saved = data.save(replace(endpoint, **changes, updated_at=now_ms))
+        # Turning it on re-enables it (health starts again); turning it off is the user's own doing.
+        enabling = changes.get("active") is True and not endpoint.active
+        toggled = "active" in changes and changes["active"] != endpoint.active
+        reason = None if toggled else endpoint.disabled_reason
+        saved = data.save(
+            replace(endpoint, **changes, disabled_reason=reason, updated_at=now_ms), reset_health=enabling
+        )
         if saved is not None:
+            _endpoints_changed(app_id, endpoint.filter_events, saved.filter_events)
             return saved
         endpoint = get(app_id, endpoint_id, consistent=True)
     raise ConcurrentUpdate("the endpoint is changing concurrently; try again", "id")
 
 
 def delete(app_id: str, endpoint_id: str) -> None:
-    data.delete(get(app_id, endpoint_id))
+    endpoint = get(app_id, endpoint_id)
+    data.delete(endpoint)
+    _endpoints_changed(app_id, endpoint.filter_events)
 
 
 def rotate_secret(app_id: str, endpoint_id: str, now_ms: int) -> tuple[Endpoint, str]:

@@ -38,6 +38,7 @@ from edgecron.data.queues import (
     send_schedule_dispatch,
 )
 from edgecron.domain import run_states as st
+from edgecron.domain.endpoints import receives_runs
 from edgecron.domain.event_filters import matches_any
 from edgecron.domain.events import Event
 from edgecron.domain.vocabulary import ScheduleStatus
@@ -172,7 +173,9 @@ def _event_page(message: FanoutMessage, event_id: str, page_size: int) -> Fanout
     if page is None:
         endpoints, more = event_data.endpoints_page(event.app_id, message.cursor, page_size)
         matched = [
-            ep.endpoint_id for ep in endpoints if ep.active and matches_any(ep.filter_events, event.name)
+            ep.endpoint_id
+            for ep in endpoints
+            if receives_runs(ep.active, ep.disabled_reason) and matches_any(ep.filter_events, event.name)
         ]
         created = _create_event_runs(event, matched, now_ms)
         page = _new_page(event_id, n, event.app_id, message.cursor, endpoints, matched, more, now_ms)
@@ -245,7 +248,7 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
     created = 0
     if page is None:
         endpoints, more = event_data.endpoints_page(fire.app_id, message.cursor, page_size)
-        targets = [ep.endpoint_id for ep in endpoints if ep.active]
+        targets = [ep.endpoint_id for ep in endpoints if receives_runs(ep.active, ep.disabled_reason)]
         created = _create_fire_runs(schedule, fire_at, targets, now_ms)
         page = _new_page(owner, n, fire.app_id, message.cursor, endpoints, targets, more, now_ms)
         outcome = fire_data.record_page(fire, page, now_ms)

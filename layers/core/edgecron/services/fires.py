@@ -13,8 +13,9 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
 from edgecron.domain import run_states as st
-from edgecron.domain.vocabulary import ScheduleStatus
+from edgecron.domain.vocabulary import NotificationKind, OperationalEvent, ScheduleStatus
 from edgecron.observability import AUTO_PAUSED, count, logger
+from edgecron.services import operational_events
 
 PAUSE_AFTER_FAILURES = 3
 
@@ -125,11 +126,14 @@ def _auto_paused(fire: FireModel, failures: int, error: str | None, now_ms: int)
         "last_fire_time": fire.fire_at,
     }
     notifications.record(
-        fire.app_id, "SCHEDULE_AUTO_PAUSED", f"Schedule paused: {name}", message, data, now_ms
+        fire.app_id, NotificationKind.SCHEDULE_AUTO_PAUSED, f"Schedule paused: {name}", message, data, now_ms
     )
     notifications.publish_alert(
         f"EdgeCron schedule auto-paused: {name}",
-        {"app_id": fire.app_id, "kind": "SCHEDULE_AUTO_PAUSED", **data},
+        {"app_id": fire.app_id, "kind": NotificationKind.SCHEDULE_AUTO_PAUSED, **data},
+    )
+    operational_events.publish(
+        fire.app_id, OperationalEvent.SCHEDULE_PAUSED, {**data, "name": name, "reason": message}, now_ms
     )
     logger.warning("schedule auto-paused", extra={"schedule_id": fire.schedule_id, "failures": failures})
     cancel_open(

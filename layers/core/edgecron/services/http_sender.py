@@ -40,7 +40,7 @@ from urllib3.exceptions import InvalidHeader as ResponseHeaderInvalid
 from urllib3.util.ssl_ import create_urllib3_context
 
 from edgecron import __version__
-from edgecron.domain.outcome import SUMMARY_LIMIT, AttemptResult, truncate_summary
+from edgecron.domain.outcome import RETRY_DIRECTIVE_HEADER, SUMMARY_LIMIT, AttemptResult, truncate_summary
 from edgecron.domain.vocabulary import ErrorKind
 from edgecron.services import target_guard
 from edgecron.services.target_guard import ResolvedTarget, TargetRefused, TargetUnresolvable
@@ -380,6 +380,7 @@ def _send_within(
             ) as response:
                 status = response.status_code
                 retry_after = response.headers.get("retry-after")
+                directive = response.headers.get(RETRY_DIRECTIVE_HEADER)
                 raw = response.raw.read(SUMMARY_READ_BYTES, decode_content=True) if response.raw else b""
                 redirect = 300 <= status < 400
                 result = AttemptResult(
@@ -387,6 +388,7 @@ def _send_within(
                     error_kind=ErrorKind.REDIRECT if redirect else None,
                     error="redirect_not_followed" if redirect else None,
                     retry_after=retry_after,
+                    retry_directive=directive,
                 )
                 return HttpOutcome(result, _elapsed_ms(started), truncate_summary(raw or b""))
         except Exception as exc:  # every failure of a send is a recorded attempt

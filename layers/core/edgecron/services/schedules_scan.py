@@ -21,7 +21,7 @@ from edgecron.domain import run_states as st
 from edgecron.domain.catchup import CatchUpPlan, plan_catch_up, plan_late_fires
 from edgecron.domain.vocabulary import MissedPolicy, ScheduleStatus
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
-from edgecron.services import fire_dispatch, fires
+from edgecron.services import fire_dispatch, fires, operational_events
 from edgecron.services.scan_work import Budget, Work, first_shard, item_failed, run_fairly
 
 GRACE = timedelta(seconds=2)  # a fire this late is dispatched late, not recorded as missed
@@ -160,6 +160,14 @@ def apply_catch_up(schedule: ScheduleModel, plan: CatchUpPlan, now: datetime) ->
     )
     if moved:
         count(MISSED_FIRES, plan.missed_total)
+        operational_events.fires_missed(
+            schedule.app_id,
+            schedule.schedule_id,
+            [clock.to_ms(m) for m in plan.missed],
+            plan.missed_total,
+            str(schedule.missed_policy),
+            now_ms,
+        )
         logger.warning(
             "schedule caught up",
             extra={
@@ -319,7 +327,7 @@ def settle_late_fires(
             for t in sorted(started) + plan.run_late:
                 resend.extend(r for r in runs_at[t] if r.run_id in lost_ids and _unstarted(r))
             for t in plan.missed:
-                if miss(fires_at[t], runs_at[t], now_ms):
+                if miss(fires_at[t], runs_at[t], now_ms, policy=str(schedule.missed_policy)):
                     report.missed += 1
         except Exception:
             item_failed("late fires", schedule_id)
@@ -329,7 +337,7 @@ def settle_late_fires(
 MISSED_REASON = "missed: the fire's delivery could not start in time (outage or lost message)"
 
 
-def miss(fire: FireModel | None, runs: list[TaskRunModel], now_ms: int) -> bool:
+def miss(fire: FireModel | None, runs: list[TaskRunModel], now_ms: int, *, policy: str | None = None) -> bool:
     """Cancel every run of a Fire none of whose runs started and record it MISSED; True if it was.
     A run a worker took meanwhile keeps the Fire open: it settles from its runs' outcomes."""
     cancelled_all = fire is not None and len(runs) == len(fire_data.run_ids_of(fire))
@@ -350,5 +358,6 @@ def miss(fire: FireModel | None, runs: list[TaskRunModel], now_ms: int) -> bool:
     if not fire_data.settle(fire, fire_data.MISSED, now_ms, MISSED_REASON):
         return False
     count(MISSED_FIRES)
+    operational_events.fires_missed(fire.app_id, fire.schedule_id, [int(fire.fire_at)], 1, policy, now_ms)
     fires.after_settle(fire, fire_data.MISSED, now_ms, MISSED_REASON)
     return True

@@ -49,7 +49,7 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
     endpoint = endpoint_data.get(app_id, req.endpoint_id)
     if endpoint is None:
         raise NotFound(f"endpoint {req.endpoint_id} not found", "endpoint_id")
-    if not endpoint.active:
+    if not endpoint.receives_runs:  # one disabled for failing takes runs: they wait as dead letters
         raise Conflict(f"endpoint {req.endpoint_id} is inactive", "endpoint_id")
     quota.check_quota(app_id, now_ms)
     deliver_at_ms = now_ms
@@ -134,9 +134,9 @@ def replay(app_id: str, run_id: str, now_ms: int) -> TaskRunModel:
     return get(app_id, run_id, now_ms)
 
 
-def _replay(run: TaskRunModel, now_ms: int) -> bool:
+def _replay(run: TaskRunModel, now_ms: int, from_statuses: tuple[str, ...] = (st.DEAD_LETTER,)) -> bool:
     _, wake_at = enqueue_plan(now_ms, now_ms)
-    if not data.replay(run, now_ms, wake_at):
+    if not data.replay(run, now_ms, wake_at, from_statuses=from_statuses):
         return False
     send_deliveries([DeliveryMessage(run.run_id, run.app_id)])
     return True
@@ -169,3 +169,28 @@ def replay_bulk(app_id: str, filters: DeadLetterFilter, now_ms: int) -> BulkRepl
     page = dead_letters(app_id, filters, filters.limit, None, now_ms)
     replayed = sum(1 for run in page.items if _replay(run, now_ms))
     return BulkReplay(replayed, len(page.items) - replayed, page.last_key is not None)
+
+
+RECOVER_MAX = 1000  # runs re-sent per call; call again while has_more
+
+
+@dataclass(frozen=True)
+class Recovered:
+    recovered: int
+    has_more: bool
+
+
+def recover(app_id: str, endpoint_id: str, since_ms: int, until_ms: int | None, now_ms: int) -> Recovered:
+    """Re-send every run of the Endpoint that ended failed or dead_letter in the window, each as a new
+    attempt series (its history stays). A re-sent run is pending again, so a second call while it
+    waits finds nothing new to send."""
+    endpoint = endpoint_data.get(app_id, endpoint_id, consistent=True)
+    if endpoint is None:
+        raise NotFound(f"endpoint {endpoint_id} not found", "id")
+    if not endpoint.active:
+        raise Conflict(f"endpoint {endpoint_id} is inactive: enable it before recovering its runs", "id")
+    if until_ms is not None and until_ms < since_ms:
+        raise ParamInvalid("until must not be before since", "until")
+    runs, more = data.ended_badly(app_id, endpoint_id, since_ms, until_ms, now_ms, RECOVER_MAX)
+    recovered = sum(1 for run in runs if _replay(run, now_ms, data.RECOVERABLE))
+    return Recovered(recovered, more)

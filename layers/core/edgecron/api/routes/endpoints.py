@@ -1,4 +1,4 @@
-"""Endpoints CRUD and secret rotation."""
+"""Endpoints CRUD, secret rotation, and recovering what failed."""
 
 from __future__ import annotations
 
@@ -17,8 +17,11 @@ from edgecron.schemas.endpoints import (
     EndpointPage,
     EndpointUpdate,
     EndpointWithSecret,
+    RecoverRequest,
+    RecoverResult,
 )
 from edgecron.services import endpoints as service
+from edgecron.services import task_runs as run_service
 
 router = Router()
 TAGS = ["Endpoints"]
@@ -89,3 +92,24 @@ def delete_endpoint(endpoint_id: str) -> Response[str]:
 def rotate_secret(endpoint_id: str) -> EndpointWithSecret:
     endpoint, secret = service.rotate_secret(current_app_id(), endpoint_id, clock.to_ms(clock.now()))
     return mappers.endpoint_with_secret(endpoint, secret)
+
+
+@router.post(
+    "/v1/endpoints/<endpoint_id>/recover",
+    summary="Re-send what failed",
+    description="Every run of the Endpoint that ended failed or dead_letter between since and until is "
+    "sent again as a new attempt series (its earlier attempts stay in its history). Idempotent: a run "
+    "re-sent is pending again, so a second call while it waits re-sends nothing new. At most 1000 runs "
+    "per call; call again while has_more is true.",
+    tags=TAGS,
+    responses=docs(200, RecoverResult, 404, 409),
+)
+def recover(endpoint_id: str, body: RecoverRequest) -> RecoverResult:
+    result = run_service.recover(
+        current_app_id(),
+        endpoint_id,
+        clock.to_ms(body.since),
+        clock.to_ms(body.until) if body.until else None,
+        clock.to_ms(clock.now()),
+    )
+    return mappers.recover_result(result)

@@ -44,6 +44,20 @@ function editForm(endpoint, done) {
   return form;
 }
 
+// An Endpoint's health as the API reports it; one a user switched off is "off", not "disabled".
+function healthCell(ep) {
+  const health = ep.health || { state: "healthy", consecutive_failures: 0 };
+  const state = !ep.active && ep.disabled_reason !== "failing" ? "off" : health.state;
+  const label = {
+    healthy: "healthy",
+    failing: `failing: ${health.consecutive_failures} in a row`,
+    disabled: `disabled for failing: ${health.consecutive_failures} in a row`,
+    off: "switched off",
+  }[state];
+  const since = health.failing_since ? ` since ${health.failing_since}` : "";
+  return h("span", { class: `status status-${state}`, title: `${label}${since}` }, label);
+}
+
 export async function render(main, ctx) {
   const reveal = h("div", { id: "reveal" });
   const editing = h("div");
@@ -70,7 +84,7 @@ export async function render(main, ctx) {
       } catch { /* health is best effort */ }
       rows.push([
         h("td", { class: "mono" }, ep.id), h("td", { class: "mono" }, ep.url), ep.description || "",
-        ep.filter_events.join(", ") || "-", h("span", { class: `status ${ep.active ? "status-success" : "status-cancelled"}` }, ep.active ? "active" : "disabled"), rate, spark,
+        ep.filter_events.join(", ") || "-", healthCell(ep), rate, spark,
         h("td", {},
           h("button", { type: "button", onclick: () => fill(editing, editForm(ep, (changed) => { fill(editing); if (changed) refresh(); })) }, "Edit"), " ",
           h("button", { type: "button", onclick: async () => {
@@ -87,7 +101,7 @@ export async function render(main, ctx) {
       ]);
     }
     if (!ctx.alive()) return;
-    fill(listing, table("Endpoints of this App", ["id", "url", "description", "events", "state", "success", "recent runs", "actions"], rows, "No endpoints yet."));
+    fill(listing, table("Endpoints of this App", ["id", "url", "description", "events", "health", "success", "recent runs", "actions"], rows, "No endpoints yet."));
   };
 
   create.addEventListener("submit", async (e) => {

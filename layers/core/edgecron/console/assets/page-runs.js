@@ -6,7 +6,8 @@ import { confirmDialog, field, fill, h, status, table, toast, when } from "/cons
 const RUN_STATUSES = ["", "pending", "running", "success", "failed", "retry_scheduled", "dead_letter", "cancelled"];
 const SOURCES = ["", "direct", "schedule", "event"];
 const ERROR_KINDS = ["", "timeout", "network", "http_4xx", "http_5xx", "http_429", "redirect", "endpoint_inactive",
-  "endpoint_deleted", "refused", "invalid_request", "invalid_response", "poison", "worker_lost"];
+  "endpoint_deleted", "refused", "invalid_request", "invalid_response", "poison", "worker_lost",
+  "receiver_stopped", "endpoint_disabled"];
 
 function select(id, options, value) {
   return h("select", { id }, options.map((o) => h("option", { value: o, selected: o === value }, o || "any")));

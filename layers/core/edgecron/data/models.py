@@ -351,6 +351,22 @@ class UsageModel(Model):
     direct = NumberAttribute(default=0)
 
 
+RUNS_CHECKED_MONTH = "runs-checked"  # sort key of an App's check mark in UsageTable (never a month)
+
+
+class RunsCheckedModel(Model):
+    """How far the scan has checked an App's runs sent at creation (data/run_checks.py): one small
+    item per App in UsageTable, under a sort key no month can take."""
+
+    class Meta:
+        table_name = _table("usage_table")
+        region = _REGION
+
+    app_id = UnicodeAttribute(hash_key=True)
+    month = UnicodeAttribute(range_key=True, default=RUNS_CHECKED_MONTH)
+    checked_key = UnicodeAttribute()  # the `created_key` of the last run checked, or a time key
+
+
 class NotificationModel(Model):
     class Meta:
         table_name = _table("notifications_table")

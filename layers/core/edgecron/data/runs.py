@@ -1,5 +1,7 @@
 """Task Runs: every state change is a conditional write, so two workers, a cancel and a scan never
-both win. The `wake` index (docs/data-model.md) tells the scan when to look at a run again.
+both win. The `wake` index (docs/data-model.md) tells the scan when to look at a run again; a run
+whose message is sent when it is created has no entry until the scan's check of recent runs
+(`created_between`, `watch`) finds it still unfinished.
 
 The `wake` and `by_app` indexes project keys only, so a claim or a result never rewrites their
 entries; their readers (wake_due, list_page) fetch the items by key."""
@@ -38,11 +40,13 @@ def new_run(
     source_id: str | None,
     payload: Any,
     deliver_at_ms: int,
-    wake_at_ms: int,
+    wake_at_ms: int | None,
     now_ms: int,
     fire_at: int | None = None,
     retry_policy_id: str | None = None,
 ) -> TaskRunModel:
+    """A pending run; `wake_at_ms` None for a run whose message is sent now (no `wake` entry: the
+    scan's check of recent runs finds it if the message is lost)."""
     return M(
         run_id=run_id,
         app_id=app_id,
@@ -54,13 +58,17 @@ def new_run(
         retry_policy_id=retry_policy_id,
         status=st.PENDING,
         deliver_at=deliver_at_ms,
-        wake_shard=ids.shard_of(run_id, get_settings().shards),
+        wake_shard=None if wake_at_ms is None else _shard(run_id),
         wake_at=wake_at_ms,
         created_at=now_ms,
         updated_at=now_ms,
         created_key=created_key(now_ms, run_id),
         expires_at=run_expires_at_s(now_ms, deliver_at_ms),
     )
+
+
+def _shard(run_id: str) -> str:
+    return ids.shard_of(run_id, get_settings().shards)
 
 
 def put_cancelled(
@@ -203,6 +211,7 @@ def schedule_retry(
         M.status.set(st.RETRY_SCHEDULED),
         M.next_retry_at.set(due_ms),
         M.deliver_at.set(due_ms),
+        M.wake_shard.set(_shard(run.run_id)),  # a run sent at creation has no entry yet
         M.wake_at.set(wake_at_ms),
         M.claim_token.remove(),
         M.claim_expires_at.remove(),
@@ -255,6 +264,7 @@ def release_expired_claim(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bo
         [
             M.status.set(st.PENDING),
             M.deliver_at.set(now_ms),
+            M.wake_shard.set(_shard(run.run_id)),
             M.wake_at.set(wake_at_ms),
             M.claim_token.remove(),
             M.claim_expires_at.remove(),
@@ -272,6 +282,33 @@ def wake_at_claim_expiry(run: TaskRunModel) -> bool:
         [M.wake_at.set(run.claim_expires_at)],
         (M.status == st.RUNNING) & (M.claim_token == run.claim_token) & M.wake_shard.exists(),
     )
+
+
+def watch(run: TaskRunModel, wake_at_ms: int, *, enqueued_at: int | None = None) -> bool:
+    """Give an unfinished run sent at its creation (no `wake` entry) a `wake` entry, so the scan looks
+    after it from now on (with `enqueued_at`: the scan is about to send it again); False if it
+    finished or changed since it was read."""
+    same = M.status == run.status
+    if run.status == st.RUNNING:
+        same &= M.claim_token == run.claim_token
+    actions: list[Any] = [M.wake_shard.set(_shard(run.run_id)), M.wake_at.set(wake_at_ms)]
+    if enqueued_at is not None:
+        actions.append(M.enqueued_at.set(enqueued_at))
+    return update_if(run, actions, M.wake_shard.does_not_exist() & same)
+
+
+def created_between(app_id: str, after_key: str, until_ms: int, limit: int) -> list[tuple[str, str]]:
+    """(run_id, created_key) of up to `limit` of the App's runs created after `after_key` (a
+    `created_key`, or a bare time key) and at the latest at `until_ms`, oldest first: one query of
+    the keys-only `by_app` index, so it reads the runs of the window and nothing older."""
+    upper = time_key(until_ms + 1)  # every key of a run created at until_ms sorts before it
+    if after_key >= upper:
+        return []
+    entries = M.by_app.query(
+        app_id, M.created_key.between(after_key, upper), limit=limit + 1, page_size=limit + 1
+    )
+    found = [(e.run_id, e.created_key) for e in entries if e.created_key != after_key]
+    return found[:limit]
 
 
 def drop_from_wake_index(run: TaskRunModel) -> bool:
@@ -302,7 +339,7 @@ def replay(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:
         M.series.add(1),
         M.attempt_count.set(0),
         M.deliver_at.set(now_ms),
-        M.wake_shard.set(ids.shard_of(run.run_id, get_settings().shards)),
+        M.wake_shard.set(_shard(run.run_id)),
         M.wake_at.set(wake_at_ms),
         M.dl_app_id.remove(),
         M.dead_key.remove(),

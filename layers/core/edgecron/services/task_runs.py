@@ -66,7 +66,7 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
         source_id=None,
         payload=req.payload,
         deliver_at_ms=deliver_at_ms,
-        wake_at_ms=wake_at,
+        wake_at_ms=None if send_now else wake_at,  # sent now: the scan's check of recent runs covers it
         now_ms=now_ms,
     )
     data.put_new(run)

@@ -17,6 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from edgecron.observability import logger, metrics, tracer
 from edgecron.services.delivery import deliver, parse_message
+from edgecron.services.usage import counting_batch
 
 processor = AsyncBatchProcessor(event_type=EventType.SQS)
 # One thread per record of a full batch: asyncio's default executor has only cpu_count + 4 threads
@@ -43,6 +44,7 @@ async def record_handler(record: SQSRecord) -> str:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     _ends_by.set(time.monotonic() + context.get_remaining_time_in_millis() / 1000)
-    return async_process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
+    with counting_batch():  # one usage ADD per App and month for the direct runs the batch claims
+        return async_process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )

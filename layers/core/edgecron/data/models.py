@@ -271,6 +271,7 @@ class TaskRunModel(Model):
     dead_key = UnicodeAttribute(null=True)
     expires_at = NumberAttribute(null=True)
     first_attempt = AttemptRecord(null=True)  # attempt seq 1 when it fits (data/attempts.py)
+    uncounted = BooleanAttribute(null=True)  # a direct run its worker has yet to count (data/usage.py)
     wake = WakeIndex()
     by_app = ByAppIndex()
     dead_letters = DeadLetterIndex()

@@ -16,6 +16,7 @@ from pynamodb.exceptions import DoesNotExist
 
 from edgecron import ids
 from edgecron.config import get_settings
+from edgecron.data import usage
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import is_alive, run_expires_at_s
 from edgecron.data.keys import alive, time_key, time_window
@@ -44,9 +45,11 @@ def new_run(
     now_ms: int,
     fire_at: int | None = None,
     retry_policy_id: str | None = None,
+    uncounted: bool = False,
 ) -> TaskRunModel:
     """A pending run; `wake_at_ms` None for a run whose message is sent now (no `wake` entry: the
-    scan's check of recent runs finds it if the message is lost)."""
+    scan's check of recent runs finds it if the message is lost); `uncounted` for a billable run its
+    worker counts (data/usage.py)."""
     return M(
         run_id=run_id,
         app_id=app_id,
@@ -64,7 +67,20 @@ def new_run(
         updated_at=now_ms,
         created_key=created_key(now_ms, run_id),
         expires_at=run_expires_at_s(now_ms, deliver_at_ms),
+        uncounted=True if uncounted else None,
     )
+
+
+def _usage_key(run: TaskRunModel) -> usage.Key:
+    return run.app_id, usage.month_of(int(run.created_at)), run.source
+
+
+def _counted(run: TaskRunModel) -> list[Any]:
+    """Before a worker's write that clears a run's mark: its trigger goes into the counter first."""
+    if not run.uncounted:
+        return []
+    usage.count_before_clearing(run.run_id, _usage_key(run))
+    return [M.uncounted.remove()]
 
 
 def _shard(run_id: str) -> str:
@@ -145,7 +161,11 @@ def claim(run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskRunModel | Non
         ],
         M.run_id.exists() & (waiting_and_due | expired),
     )
-    return run if claimed else None
+    if not claimed:
+        return None
+    if run.uncounted:  # also when taking over a dead worker's claim: its count may never have landed
+        usage.claimed(run.run_id, _usage_key(run))
+    return run
 
 
 def _owned(run: TaskRunModel) -> Any:
@@ -189,6 +209,7 @@ def finish(
     actions = _terminal_actions(status, now_ms) + _result_actions(status_code, error, error_kind)
     if first_attempt is not None:
         actions.append(M.first_attempt.set(first_attempt))
+    actions += _counted(run)
     if status == st.DEAD_LETTER:
         actions += [M.dl_app_id.set(run.app_id), M.dead_key.set(created_key(now_ms, run.run_id))]
     return update_if(run, actions, _owned(run))
@@ -221,12 +242,25 @@ def schedule_retry(
     ]
     if first_attempt is not None:
         actions.append(M.first_attempt.set(first_attempt))
+    actions += _counted(run)
     return update_if(run, actions, _owned(run))
+
+
+def _ending_uncounted(run: TaskRunModel, actions: list[Any], condition: Any) -> bool:
+    """End a run outside a worker (a cancel, a poison message). While it still carries its mark, the
+    write clears it on that condition and the trigger is added after (a crash in between loses the
+    count of a run never delivered, never double-counts one); a run counted meanwhile ends as any."""
+    if run.uncounted:
+        if update_if(run, [*actions, M.uncounted.remove()], condition & M.uncounted.exists()):
+            usage.add(*_usage_key(run))
+            return True
+        condition &= M.uncounted.does_not_exist()
+    return update_if(run, actions, condition)
 
 
 def cancel(run: TaskRunModel, now_ms: int, reason: str) -> bool:
     actions = [*_terminal_actions(st.CANCELLED, now_ms), M.last_error.set(reason), M.last_error_kind.remove()]
-    return update_if(run, actions, M.status.is_in(*st.CANCELLABLE))
+    return _ending_uncounted(run, actions, M.status.is_in(*st.CANCELLABLE))
 
 
 def _unstarted() -> Any:
@@ -329,7 +363,7 @@ def poison(run: TaskRunModel, now_ms: int, reason: str) -> bool:
     stuck = (M.status.is_in(*st.WAITING) & (M.deliver_at <= now_ms)) | (
         (M.status == st.RUNNING) & (M.claim_expires_at < now_ms)
     )
-    return update_if(run, actions, stuck)
+    return _ending_uncounted(run, actions, stuck)
 
 
 def replay(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:

@@ -174,3 +174,31 @@ def test_the_check_reads_only_the_runs_created_since_the_last_tick(receiver: Rec
     with _RunReads() as reads:
         report = _scan()  # nothing new: the App costs one query that finds nothing
     assert report["runs_checked"] == 0 and reads.index_keys <= 1 and reads.batch_keys == 0
+
+
+def test_a_failing_check_of_one_app_leaves_the_others_and_the_wake_walk_to_run(
+    receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new_app("broken")
+    healthy, key = new_app("healthy")
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    lost = _create_run(key, _endpoint(key, receiver.url("/healthy")))
+    body = {"endpoint_id": _endpoint(key, receiver.url("/later")), "delay_sec": 120}
+    later = call_api("POST", "/v1/task-runs", key=key, body=body)  # beyond the look-ahead: a wake entry
+    assert later.status == 201, later.body
+    drain_queues()
+    real = run_data.created_between
+
+    def failing(app_id: str, *args: Any) -> list[tuple[str, str]]:
+        if app_id != healthy:  # every other App's index read fails
+            raise RuntimeError("index read failed")
+        return real(app_id, *args)
+
+    monkeypatch.setattr(run_data, "created_between", failing)
+    fixed.advance(LAG_SEC)
+    report = _scan()
+    assert report["item_failures"] >= 1, report
+    assert report["runs_enqueued"] == 2, report  # the lost run (check) and the delayed one (wake walk)
+    assert pump.deliveries() == 2
+    assert _status(key, lost) == "success" and _status(key, str(later.body["id"])) == "success"

@@ -120,7 +120,11 @@ def run_work(now: datetime, report: ScanReport, *, rebuild: bool = False) -> Wor
     late: list[TaskRunModel] = []
     backlog = None if rebuild else queue_data.backlog()  # before this tick sends anything
     try:
-        yield from check_recent_runs(_Tick(now_ms, horizon, settings, report, outbox, late, rebuild))
+        try:
+            yield from check_recent_runs(_Tick(now_ms, horizon, settings, report, outbox, late, rebuild))
+        except Exception:  # the Apps could not be listed: the wake walk still runs
+            report.item_failures += 1
+            item_failed("recent runs", "*")
         for i in range(settings.shards):
             shard = (first_shard(now_ms, settings.shards) + i) % settings.shards
             for run in run_data.wake_due(str(shard), None if rebuild else horizon):
@@ -169,7 +173,11 @@ def check_recent_runs(tick: _Tick) -> Work:
     for apps in run_checks.app_pages():
         marks = run_checks.checked_keys([app_id for app_id, _ in apps])
         for app_id, created_at in apps:
-            yield from _check_app(tick, app_id, created_at, marks.get(app_id), until)
+            try:
+                yield from _check_app(tick, app_id, created_at, marks.get(app_id), until)
+            except Exception:  # one App's reads failed: its mark stays, the next tick tries again
+                tick.report.item_failures += 1
+                item_failed("app", app_id)
 
 
 def _check_app(tick: _Tick, app_id: str, created_at: int, mark: str | None, until: int) -> Work:

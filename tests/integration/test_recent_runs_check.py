@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from edgecron import clock
+from edgecron.data import run_checks
 from edgecron.data import runs as run_data
 from edgecron.data.models import TaskRunModel
 from edgecron.domain import run_states as st
@@ -202,3 +203,21 @@ def test_a_failing_check_of_one_app_leaves_the_others_and_the_wake_walk_to_run(
     assert report["runs_enqueued"] == 2, report  # the lost run (check) and the delayed one (wake walk)
     assert pump.deliveries() == 2
     assert _status(key, lost) == "success" and _status(key, str(later.body["id"])) == "success"
+
+
+def test_a_rebuild_resends_runs_sent_at_creation_at_once_and_leaves_the_marks(
+    receiver: Receiver, pump: Pump
+) -> None:
+    """After a snapshot restore or a purge every message is known lost: a rebuild does not wait for
+    the check's lag."""
+    app_id, key = new_app("rebuild")
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    run_id = _create_run(key, _endpoint(key, receiver.url("/rebuild")))
+    drain_queues()
+    fixed.advance(5)  # index entries show a moment after their write
+    report = invoke("scan", {"detail": {"rebuild": True}})
+    assert report["runs_enqueued"] == 1, report
+    assert run_checks.checked_keys([app_id]) == {}  # a rebuild moves no mark
+    assert pump.deliveries() == 1
+    assert _status(key, run_id) == "success"

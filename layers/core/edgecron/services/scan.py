@@ -120,14 +120,17 @@ def run_work(now: datetime, report: ScanReport, *, rebuild: bool = False) -> Wor
     late: list[TaskRunModel] = []
     backlog = None if rebuild else queue_data.backlog()  # before this tick sends anything
     try:
+        tick = _Tick(now_ms, horizon, settings, report, outbox, late, rebuild)
         try:
-            yield from check_recent_runs(_Tick(now_ms, horizon, settings, report, outbox, late, rebuild))
+            yield from check_recent_runs(tick)
         except Exception:  # the Apps could not be listed: the wake walk still runs
             report.item_failures += 1
             item_failed("recent runs", "*")
         for i in range(settings.shards):
             shard = (first_shard(now_ms, settings.shards) + i) % settings.shards
             for run in run_data.wake_due(str(shard), None if rebuild else horizon):
+                if run.run_id in tick.handled:
+                    continue  # its entry is the one the check just gave it
                 try:
                     wake_one(run, now_ms, horizon, settings, report, outbox, late)
                 except Exception:
@@ -159,6 +162,7 @@ class _Tick:
     outbox: list[DeliveryMessage]
     late: list[TaskRunModel]
     rebuild: bool
+    handled: set[str] = field(default_factory=set)  # runs the check handled: the wake walk skips them
 
 
 def check_recent_runs(tick: _Tick) -> Work:
@@ -223,11 +227,13 @@ def check_one(run: TaskRunModel, tick: _Tick) -> None:
     if run.status in st.WAITING and woken and run.deliver_at <= tick.horizon:
         if run_data.watch(run, tick.now_ms + redispatch_ms, enqueued_at=tick.now_ms):
             tick.report.runs_watched += 1
+            tick.handled.add(run.run_id)
             tick.outbox.append(DeliveryMessage(run.run_id, run.app_id, due_ms=int(run.deliver_at)))
         return
     if not run_data.watch(run, wake):
         return  # it finished or moved on since it was read
     tick.report.runs_watched += 1
+    tick.handled.add(run.run_id)
     if woken:
         wake_one(run, tick.now_ms, tick.horizon, tick.settings, tick.report, tick.outbox, tick.late)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from bench import prices
 from bench.inproc import Env, EsmPump
-from bench.meter import IDLE_POLL, Invocation, OpStats, Usage
+from bench.meter import IDLE_POLL, ORIGIN, Invocation, OpStats, Usage
 from bench.prices import PRICES
 from bench.report import Row, verdict
 
@@ -234,6 +234,28 @@ def _create_direct_runs(
             after_each()
 
 
+def _check_recent_runs() -> None:
+    """The scan's check of recent runs reads every run sent at its creation once, a few minutes
+    later (the keys-only `by_app` index, a batch get, the App's mark): priced with the deliveries.
+    Run with the clock moved past the check's lag, as the scan's share (no Lambda invocation: the
+    scan runs every minute anyway, see the fixed monthly floor)."""
+    from edgecron import clock
+    from edgecron.config import get_settings
+    from edgecron.services import scan
+
+    later = datetime.now(UTC) + timedelta(milliseconds=scan.check_lag_ms(get_settings()) + 5_000)
+    token = ORIGIN.set("scan")
+    clock.set_clock(clock.FixedClock(later))
+    try:
+        report = scan.ScanReport()
+        scan.check_runs(clock.now(), report)
+        if report.runs_enqueued:
+            raise RuntimeError(f"the check of recent runs re-sent {report.runs_enqueued} delivered runs")
+    finally:
+        clock.set_clock(clock.SystemClock())
+        ORIGIN.reset(token)
+
+
 def direct(env: Env, receiver: Any, n: int, *, trickle: bool = False, timeout: float = 1800) -> Scenario:
     """n direct runs (POST /v1/task-runs, deliver now). Burst: all created, then the queue drains in
     batches of 10. Trickle: each run is delivered before the next is created (batches of one), which
@@ -259,6 +281,7 @@ def direct(env: Env, receiver: Any, n: int, *, trickle: bool = False, timeout: f
 
         _create_direct_runs(env, key, ep, n, s, delivered_so_far if trickle else None)
         pump.drain(lambda: len(receiver.received(path)) >= s.triggers, timeout=timeout)
+        _check_recent_runs()
     s.wall_s = time.monotonic() - started
     ids = _ids(receiver, path)
     s.attempts, s.deliveries = len(ids), len(set(ids))
@@ -295,6 +318,7 @@ def direct_with_retries(env: Env, receiver: Any, n: int, *, timeout: float = 180
         s.usage = usage
         _create_direct_runs(env, key, ep, n, s)
         pump.drain(lambda: len(receiver.received(path)) >= expected, timeout=timeout, settle=1.5)
+        _check_recent_runs()
     s.wall_s = time.monotonic() - started
     ids = _ids(receiver, path)
     s.attempts, s.deliveries = len(ids), len(set(ids))
@@ -325,6 +349,7 @@ def event_fanout(env: Env, receiver: Any, n: int, *, timeout: float = 1800) -> S
         if resp.status in (200, 201, 202):
             s.triggers = 1
             pump.drain(lambda: len(receiver.received(path)) >= n, timeout=timeout)
+            _check_recent_runs()
         else:
             s.problem = f"POST /v1/events answered {resp.status}: {resp.body}"
     s.wall_s = time.monotonic() - started

@@ -16,6 +16,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     rebuild = bool((event.get("detail") or {}).get("rebuild"))
     report = run_scan(clock.now(), rebuild=rebuild, remaining_ms=context.get_remaining_time_in_millis)
     return {
+        "runs_checked": report.runs_checked,
         "runs_enqueued": report.runs_enqueued,
         "claims_released": report.claims_released,
         **report.extra,

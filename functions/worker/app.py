@@ -17,6 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from edgecron.observability import logger, metrics, tracer
 from edgecron.schemas.messages import DeliveryRecord
 from edgecron.services.delivery import DeliveryBatch, deliver
+from edgecron.services.usage import counting_batch
 
 # A body that does not parse fails its record alone, until SQS moves it to the DLQ.
 processor = AsyncBatchProcessor(event_type=EventType.SQS, model=DeliveryRecord)
@@ -48,6 +49,7 @@ async def record_handler(record: DeliveryRecord) -> str:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     _ends_by.set(time.monotonic() + context.get_remaining_time_in_millis() / 1000)
     _batch.set(DeliveryBatch())
-    return async_process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
+    with counting_batch():  # one usage ADD per App and month for the direct runs the batch claims
+        return async_process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )

@@ -105,12 +105,22 @@ def drain_queues() -> None:
 
 
 def retire_runs() -> None:
-    """Take every unfinished run out of the wake index, so no test's runs wake up in the next one."""
+    """Delete every unfinished run (in the wake index or not) and move every App's check mark past
+    any run, so no test's runs wake up in the next one and the scan's check of recent runs skips
+    the Apps of earlier tests."""
+    from edgecron.data import run_checks
+    from edgecron.data.keys import AFTER_ANY_SUFFIX
     from edgecron.data.models import TaskRunModel as R
 
+    unfinished = R.wake_shard.exists() | R.status.is_in("pending", "running", "retry_scheduled")
     with R.batch_write() as batch:  # deleting is cheaper than updating thousands of fan-out runs
-        for run in R.scan(R.wake_shard.exists()):
+        for run in R.scan(unfinished):
             batch.delete(run)
+    for apps in run_checks.app_pages():
+        marks = run_checks.checked_keys([app_id for app_id, _ in apps])
+        for app_id, _ in apps:
+            if marks.get(app_id) != AFTER_ANY_SUFFIX:
+                run_checks.set_checked_key(app_id, AFTER_ANY_SUFFIX)
 
 
 def retire_schedules() -> None:

@@ -281,6 +281,7 @@ class TaskRunModel(Model):
     dead_key = UnicodeAttribute(null=True)
     expires_at = NumberAttribute(null=True)
     first_attempt = AttemptRecord(null=True)  # attempt seq 1 when it fits (data/attempts.py)
+    uncounted = BooleanAttribute(null=True)  # a direct run its worker has yet to count (data/usage.py)
     wake = WakeIndex()
     by_app = ByAppIndex()
     dead_letters = DeadLetterIndex()
@@ -359,6 +360,22 @@ class UsageModel(Model):
     schedule = NumberAttribute(default=0)
     event = NumberAttribute(default=0)
     direct = NumberAttribute(default=0)
+
+
+RUNS_CHECKED_MONTH = "runs-checked"  # sort key of an App's check mark in UsageTable (never a month)
+
+
+class RunsCheckedModel(Model):
+    """How far the scan has checked an App's runs sent at creation (data/run_checks.py): one small
+    item per App in UsageTable, under a sort key no month can take."""
+
+    class Meta:
+        table_name = _table("usage_table")
+        region = _REGION
+
+    app_id = UnicodeAttribute(hash_key=True)
+    month = UnicodeAttribute(range_key=True, default=RUNS_CHECKED_MONTH)
+    checked_key = UnicodeAttribute()  # the `created_key` of the last run checked, or a time key
 
 
 class NotificationModel(Model):

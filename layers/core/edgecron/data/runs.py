@@ -1,5 +1,7 @@
 """Task Runs: every state change is a conditional write, so two workers, a cancel and a scan never
-both win. The `wake` index (docs/data-model.md) tells the scan when to look at a run again.
+both win. The `wake` index (docs/data-model.md) tells the scan when to look at a run again; a run
+whose message is sent when it is created has no entry until the scan's check of recent runs
+(`created_between`, `watch`) finds it still unfinished.
 
 The `wake` and `by_app` indexes project keys only, so a claim or a result never rewrites their
 entries; their readers (wake_due, list_page) fetch the items by key."""
@@ -14,6 +16,7 @@ from pynamodb.exceptions import DoesNotExist
 
 from edgecron import ids
 from edgecron.config import get_settings
+from edgecron.data import usage
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import is_alive, run_expires_at_s
 from edgecron.data.keys import alive, time_key, time_window
@@ -38,11 +41,15 @@ def new_run(
     source_id: str | None,
     payload: Any,
     deliver_at_ms: int,
-    wake_at_ms: int,
+    wake_at_ms: int | None,
     now_ms: int,
     fire_at: int | None = None,
     retry_policy_id: str | None = None,
+    uncounted: bool = False,
 ) -> TaskRunModel:
+    """A pending run; `wake_at_ms` None for a run whose message is sent now (no `wake` entry: the
+    scan's check of recent runs finds it if the message is lost); `uncounted` for a billable run its
+    worker counts (data/usage.py)."""
     return M(
         run_id=run_id,
         app_id=app_id,
@@ -54,13 +61,30 @@ def new_run(
         retry_policy_id=retry_policy_id,
         status=st.PENDING,
         deliver_at=deliver_at_ms,
-        wake_shard=ids.shard_of(run_id, get_settings().shards),
+        wake_shard=None if wake_at_ms is None else _shard(run_id),
         wake_at=wake_at_ms,
         created_at=now_ms,
         updated_at=now_ms,
         created_key=created_key(now_ms, run_id),
         expires_at=run_expires_at_s(now_ms, deliver_at_ms),
+        uncounted=True if uncounted else None,
     )
+
+
+def _usage_key(run: TaskRunModel) -> usage.Key:
+    return run.app_id, usage.month_of(int(run.created_at)), run.source
+
+
+def _counted(run: TaskRunModel) -> list[Any]:
+    """Before a worker's write that clears a run's mark: its trigger goes into the counter first."""
+    if not run.uncounted:
+        return []
+    usage.count_before_clearing(run.run_id, _usage_key(run))
+    return [M.uncounted.remove()]
+
+
+def _shard(run_id: str) -> str:
+    return ids.shard_of(run_id, get_settings().shards)
 
 
 def put_cancelled(
@@ -137,7 +161,11 @@ def claim(run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskRunModel | Non
         ],
         M.run_id.exists() & (waiting_and_due | expired),
     )
-    return run if claimed else None
+    if not claimed:
+        return None
+    if run.uncounted:  # also when taking over a dead worker's claim: its count may never have landed
+        usage.claimed(run.run_id, _usage_key(run))
+    return run
 
 
 def _owned(run: TaskRunModel) -> Any:
@@ -181,6 +209,7 @@ def finish(
     actions = _terminal_actions(status, now_ms) + _result_actions(status_code, error, error_kind)
     if first_attempt is not None:
         actions.append(M.first_attempt.set(first_attempt))
+    actions += _counted(run)
     if status in RECOVERABLE:
         actions += _ended_badly_keys(run, status, now_ms)
     return update_if(run, actions, _owned(run))
@@ -215,6 +244,7 @@ def schedule_retry(
         M.status.set(st.RETRY_SCHEDULED),
         M.next_retry_at.set(due_ms),
         M.deliver_at.set(due_ms),
+        M.wake_shard.set(_shard(run.run_id)),  # a run sent at creation has no entry yet
         M.wake_at.set(wake_at_ms),
         M.claim_token.remove(),
         M.claim_expires_at.remove(),
@@ -224,12 +254,25 @@ def schedule_retry(
     ]
     if first_attempt is not None:
         actions.append(M.first_attempt.set(first_attempt))
+    actions += _counted(run)
     return update_if(run, actions, _owned(run))
+
+
+def _ending_uncounted(run: TaskRunModel, actions: list[Any], condition: Any) -> bool:
+    """End a run outside a worker (a cancel, a poison message). While it still carries its mark, the
+    write clears it on that condition and the trigger is added after (a crash in between loses the
+    count of a run never delivered, never double-counts one); a run counted meanwhile ends as any."""
+    if run.uncounted:
+        if update_if(run, [*actions, M.uncounted.remove()], condition & M.uncounted.exists()):
+            usage.add(*_usage_key(run))
+            return True
+        condition &= M.uncounted.does_not_exist()
+    return update_if(run, actions, condition)
 
 
 def cancel(run: TaskRunModel, now_ms: int, reason: str) -> bool:
     actions = [*_terminal_actions(st.CANCELLED, now_ms), M.last_error.set(reason), M.last_error_kind.remove()]
-    return update_if(run, actions, M.status.is_in(*st.CANCELLABLE))
+    return _ending_uncounted(run, actions, M.status.is_in(*st.CANCELLABLE))
 
 
 def _unstarted() -> Any:
@@ -267,6 +310,7 @@ def release_expired_claim(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bo
         [
             M.status.set(st.PENDING),
             M.deliver_at.set(now_ms),
+            M.wake_shard.set(_shard(run.run_id)),
             M.wake_at.set(wake_at_ms),
             M.claim_token.remove(),
             M.claim_expires_at.remove(),
@@ -284,6 +328,33 @@ def wake_at_claim_expiry(run: TaskRunModel) -> bool:
         [M.wake_at.set(run.claim_expires_at)],
         (M.status == st.RUNNING) & (M.claim_token == run.claim_token) & M.wake_shard.exists(),
     )
+
+
+def watch(run: TaskRunModel, wake_at_ms: int, *, enqueued_at: int | None = None) -> bool:
+    """Give an unfinished run sent at its creation (no `wake` entry) a `wake` entry, so the scan looks
+    after it from now on (with `enqueued_at`: the scan is about to send it again); False if it
+    finished or changed since it was read."""
+    same = M.status == run.status
+    if run.status == st.RUNNING:
+        same &= M.claim_token == run.claim_token
+    actions: list[Any] = [M.wake_shard.set(_shard(run.run_id)), M.wake_at.set(wake_at_ms)]
+    if enqueued_at is not None:
+        actions.append(M.enqueued_at.set(enqueued_at))
+    return update_if(run, actions, M.wake_shard.does_not_exist() & same)
+
+
+def created_between(app_id: str, after_key: str, until_ms: int, limit: int) -> list[tuple[str, str]]:
+    """(run_id, created_key) of up to `limit` of the App's runs created after `after_key` (a
+    `created_key`, or a bare time key) and at the latest at `until_ms`, oldest first: one query of
+    the keys-only `by_app` index, so it reads the runs of the window and nothing older."""
+    upper = time_key(until_ms + 1)  # every key of a run created at until_ms sorts before it
+    if after_key >= upper:
+        return []
+    entries = M.by_app.query(
+        app_id, M.created_key.between(after_key, upper), limit=limit + 1, page_size=limit + 1
+    )
+    found = [(e.run_id, e.created_key) for e in entries if e.created_key != after_key]
+    return found[:limit]
 
 
 def drop_from_wake_index(run: TaskRunModel) -> bool:
@@ -304,7 +375,7 @@ def poison(run: TaskRunModel, now_ms: int, reason: str) -> bool:
     stuck = (M.status.is_in(*st.WAITING) & (M.deliver_at <= now_ms)) | (
         (M.status == st.RUNNING) & (M.claim_expires_at < now_ms)
     )
-    return update_if(run, actions, stuck)
+    return _ending_uncounted(run, actions, stuck)
 
 
 def replay(
@@ -317,7 +388,7 @@ def replay(
         M.series.add(1),
         M.attempt_count.set(0),
         M.deliver_at.set(now_ms),
-        M.wake_shard.set(ids.shard_of(run.run_id, get_settings().shards)),
+        M.wake_shard.set(_shard(run.run_id)),
         M.wake_at.set(wake_at_ms),
         M.dl_app_id.remove(),
         M.dead_key.remove(),

@@ -1,12 +1,29 @@
-"""Billable trigger counters per App and calendar month (UTC), updated with atomic ADDs."""
+"""Billable trigger counters per App and calendar month (UTC), updated with atomic ADDs.
+
+A direct run sent at its creation is counted by the worker, not by the API: the run is created
+marked `uncounted`, and a worker invocation adds the runs it claimed to the counters with one ADD per
+App, month and kind (`batch`) before the first write that clears a mark. So a trigger is in the
+counter before any run stops carrying its mark, and a run still marked (its worker died) is counted
+by whoever takes it over: a crash can count a run twice, never lose it."""
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import UTC, datetime
 
 from pynamodb.exceptions import DoesNotExist
 
 from edgecron.data.models import UsageModel
 
 KINDS = ("schedule", "event", "direct")
+Key = tuple[str, str, str]  # app_id, month, kind
+
+
+def month_of(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m")
 
 
 def add(app_id: str, month: str, kind: str, amount: int = 1) -> None:
@@ -21,3 +38,61 @@ def get(app_id: str, month: str) -> dict[str, int]:
     except DoesNotExist:
         return dict.fromkeys(KINDS, 0)
     return {kind: int(getattr(item, kind) or 0) for kind in KINDS}
+
+
+class _Batch:
+    """The marked runs one worker invocation has claimed and not yet counted (its records run in
+    threads, so under a lock)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pending: dict[Key, set[str]] = {}
+        self.counted: set[str] = set()
+
+
+_BATCH: ContextVar[_Batch | None] = ContextVar("usage_batch", default=None)
+
+
+@contextmanager
+def batch() -> Iterator[None]:
+    """Count the runs claimed while the block runs together. Nothing is flushed at the end: a run
+    claimed but never concluded keeps its mark and is counted by whoever takes it over."""
+    token = _BATCH.set(_Batch())
+    try:
+        yield
+    finally:
+        _BATCH.reset(token)
+
+
+def claimed(run_id: str, key: Key) -> None:
+    """A worker claimed a marked run: count it with the batch's next flush."""
+    current = _BATCH.get()
+    if current is not None:
+        with current.lock:
+            current.pending.setdefault(key, set()).add(run_id)
+
+
+def count_before_clearing(run_id: str, key: Key) -> None:
+    """Called before the write that clears a run's mark. In a batch: unless an earlier flush counted
+    the run, flush every run the batch has claimed so far (one ADD per App, month and kind); outside
+    one, add this run alone."""
+    current = _BATCH.get()
+    if current is None:
+        add(*key)
+        return
+    with current.lock:  # the others wait for the ADDs: none clears a mark before its count landed
+        if run_id in current.counted:
+            return
+        current.pending.setdefault(key, set()).add(run_id)
+        todo, current.pending = current.pending, {}
+        done: list[Key] = []
+        try:
+            for (app_id, month, kind), run_ids in todo.items():
+                add(app_id, month, kind, len(run_ids))
+                done.append((app_id, month, kind))
+                current.counted |= run_ids
+        except Exception:
+            for left, run_ids in todo.items():  # not added: the next flush tries again
+                if left not in done:
+                    current.pending.setdefault(left, set()).update(run_ids)
+            raise

@@ -209,8 +209,8 @@ def _new_page(
 
 
 def _create_event_runs(event: Event, endpoint_ids: list[str], now_ms: int) -> int:
-    """One pending run per Endpoint, due now; returns how many did not exist yet."""
-    _, wake_at = enqueue_plan(now_ms, now_ms)
+    """One pending run per Endpoint, due now and enqueued right away, so without a `wake` entry (the
+    scan's check of recent runs finds one whose message is lost); returns how many did not exist yet."""
     body = delivery_body(event)
     created = 0
     for endpoint_id in endpoint_ids:
@@ -222,7 +222,7 @@ def _create_event_runs(event: Event, endpoint_ids: list[str], now_ms: int) -> in
             source_id=event.event_id,
             payload=body,
             deliver_at_ms=now_ms,
-            wake_at_ms=wake_at,
+            wake_at_ms=None,
             now_ms=now_ms,
         )
         if run_data.put_new(run):

@@ -3,7 +3,9 @@ Task Runs) per calendar month (UTC). No quota set = unlimited.
 
 The check reads the App and its usage counters before the trigger is recorded, so it is a soft
 limit: requests racing each other at the limit may each pass the check and overshoot it by the
-number of concurrent requests. Usage counters are atomic and never lose a trigger."""
+number of concurrent requests, and a direct run sent at its creation is in the counter only once a
+worker has claimed it (data/usage.py), so the runs created in the last seconds before the limit are
+not seen either. Usage counters are atomic and never lose a trigger."""
 
 from __future__ import annotations
 

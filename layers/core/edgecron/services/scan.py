@@ -13,7 +13,9 @@ from datetime import datetime
 from edgecron import clock
 from edgecron.config import Settings, get_settings
 from edgecron.data import queues as queue_data
+from edgecron.data import run_checks
 from edgecron.data import runs as run_data
+from edgecron.data.keys import time_key
 from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
@@ -29,9 +31,15 @@ from edgecron.services.scan_work import (
     run_fairly,
 )
 
+CHECK_BATCH = 100  # runs read per `by_app` query and batch get of the check of recent runs
+SETTLE_SEC = 150  # a create reads the clock before its put lands: longer than the fan-out's timeout
+FIRST_CHECK_SEC = 3_600  # an App without a check mark (new, or an upgraded stack): look back this far
+
 
 @dataclass
 class ScanReport:
+    runs_checked: int = 0
+    runs_watched: int = 0
     runs_enqueued: int = 0
     claims_released: int = 0
     stale_index_entries: int = 0
@@ -79,10 +87,32 @@ def dispatch_runs(now: datetime, report: ScanReport, *, rebuild: bool = False) -
         pass
 
 
+def check_lag_ms(settings: Settings) -> int:
+    """How old a run sent at its creation is when the scan checks it: as old as it is when the wake
+    time it would have had (due + REDISPATCH_AFTER_SEC) enters the look-ahead window, but at least
+    SETTLE_SEC (unless REDISPATCH_AFTER_SEC itself is shorter), so its put has landed."""
+    redispatch = settings.redispatch_after_sec
+    return min(redispatch, max(redispatch - settings.lookahead_sec, SETTLE_SEC)) * 1000
+
+
+def check_runs(now: datetime, report: ScanReport) -> None:
+    """Only the check of recent runs, as one tick would make it (the cost benchmark prices it)."""
+    settings = get_settings()
+    now_ms = clock.to_ms(now)
+    outbox: list[DeliveryMessage] = []
+    tick = _Tick(now_ms, now_ms + settings.lookahead_sec * 1000, settings, report, outbox, [], False)
+    try:
+        for _ in check_recent_runs(tick):
+            pass
+    finally:
+        flush(outbox, report)
+
+
 def run_work(now: datetime, report: ScanReport, *, rebuild: bool = False) -> Work:
-    """Walk the wake index, one step per run: enqueue due waiting runs, release expired claims (a
-    worker died and its message is gone), drop stale entries; then reconcile the schedule runs no
-    worker ever took (fire_pipeline.reconcile_late). Messages are sent in batches as they come."""
+    """Check the runs sent at their creation that are old enough (check_recent_runs), then walk the
+    wake index, one step per run: enqueue due waiting runs, release expired claims (a worker died and
+    its message is gone), drop stale entries; then reconcile the schedule runs no worker ever took
+    (fire_pipeline.reconcile_late). Messages are sent in batches as they come."""
     settings = get_settings()
     now_ms = clock.to_ms(now)
     horizon = now_ms + settings.lookahead_sec * 1000
@@ -90,9 +120,17 @@ def run_work(now: datetime, report: ScanReport, *, rebuild: bool = False) -> Wor
     late: list[TaskRunModel] = []
     backlog = None if rebuild else queue_data.backlog()  # before this tick sends anything
     try:
+        tick = _Tick(now_ms, horizon, settings, report, outbox, late, rebuild)
+        try:
+            yield from check_recent_runs(tick)
+        except Exception:  # the Apps could not be listed: the wake walk still runs
+            report.item_failures += 1
+            item_failed("recent runs", "*")
         for i in range(settings.shards):
             shard = (first_shard(now_ms, settings.shards) + i) % settings.shards
             for run in run_data.wake_due(str(shard), None if rebuild else horizon):
+                if run.run_id in tick.handled:
+                    continue  # its entry is the one the check just gave it
                 try:
                     wake_one(run, now_ms, horizon, settings, report, outbox, late)
                 except Exception:
@@ -111,6 +149,93 @@ def run_work(now: datetime, report: ScanReport, *, rebuild: bool = False) -> Wor
         yield
     finally:
         flush(outbox, report)
+
+
+@dataclass
+class _Tick:
+    """What every step of a tick's run side shares."""
+
+    now_ms: int
+    horizon: int
+    settings: Settings
+    report: ScanReport
+    outbox: list[DeliveryMessage]
+    late: list[TaskRunModel]
+    rebuild: bool
+    handled: set[str] = field(default_factory=set)  # runs the check handled: the wake walk skips them
+
+
+def check_recent_runs(tick: _Tick) -> Work:
+    """Runs sent at their creation (direct runs due within the look-ahead, Event runs) have no `wake`
+    entry. Per App, read the runs created since the App's check mark and at least check_lag_ms ago
+    (the keys-only `by_app` index, then eventually consistent batch gets), give each one still unfinished the
+    entry it would have had, and handle it as the wake walk would; then move the mark. Reads grow
+    with the Apps (one batch read of marks per 100, one query per App with runs after its mark) and
+    the runs created since the last tick, not with an App's history. `rebuild` (every message is
+    known lost) reads up to now and leaves the marks alone."""
+    until = tick.now_ms - (0 if tick.rebuild else check_lag_ms(tick.settings))
+    for apps in run_checks.app_pages():
+        marks = run_checks.checked_keys([app_id for app_id, _ in apps])
+        for app_id, created_at in apps:
+            try:
+                yield from _check_app(tick, app_id, created_at, marks.get(app_id), until)
+            except Exception:  # one App's reads failed: its mark stays, the next tick tries again
+                tick.report.item_failures += 1
+                item_failed("app", app_id)
+
+
+def _check_app(tick: _Tick, app_id: str, created_at: int, mark: str | None, until: int) -> Work:
+    after = mark or time_key(max(created_at - 1, until - FIRST_CHECK_SEC * 1000))
+    moved = False
+    while batch := run_data.created_between(app_id, after, until, CHECK_BATCH):
+        # eventually consistent (half the read units): a stale item only makes check_one's
+        # conditional write fail, and a run that finished since needs nothing
+        ids = [run_id for run_id, _ in batch]
+        found = {run.run_id: run for run in run_data.get_many(ids, consistent=False)}
+        for run_id, _ in batch:
+            run = found.get(run_id)
+            if run is not None:
+                try:
+                    check_one(run, tick)
+                except Exception:
+                    tick.report.item_failures += 1
+                    item_failed("run", run_id)
+                if len(tick.outbox) >= 10:
+                    flush(tick.outbox, tick.report)
+            yield
+        tick.report.runs_checked += len(batch)
+        after = batch[-1][1]
+        if not tick.rebuild:
+            run_checks.set_checked_key(app_id, after)
+            moved = True
+        if len(batch) < CHECK_BATCH:
+            break
+    if mark is None and not moved and not tick.rebuild:
+        run_checks.set_checked_key(app_id, after)  # once per App: later ticks start from here
+    yield
+
+
+def check_one(run: TaskRunModel, tick: _Tick) -> None:
+    """A recent run without a `wake` entry that is not finished: its message was lost, is late, or its
+    worker may have died. A waiting run whose wake time (due + REDISPATCH_AFTER_SEC) has come is sent
+    again and looked at again REDISPATCH_AFTER_SEC later; any other gets the entry it would have had."""
+    if run.wake_shard is not None or run.status in st.TERMINAL:
+        return  # the wake index looks after it, or nothing is left to do
+    redispatch_ms = tick.settings.redispatch_after_sec * 1000
+    wake = int(run.deliver_at) + redispatch_ms
+    woken = tick.rebuild or wake <= tick.horizon
+    if run.status in st.WAITING and woken and run.deliver_at <= tick.horizon:
+        if run_data.watch(run, tick.now_ms + redispatch_ms, enqueued_at=tick.now_ms):
+            tick.report.runs_watched += 1
+            tick.handled.add(run.run_id)
+            tick.outbox.append(DeliveryMessage(run.run_id, run.app_id, due_ms=int(run.deliver_at)))
+        return
+    if not run_data.watch(run, wake):
+        return  # it finished or moved on since it was read
+    tick.report.runs_watched += 1
+    tick.handled.add(run.run_id)
+    if woken:
+        wake_one(run, tick.now_ms, tick.horizon, tick.settings, tick.report, tick.outbox, tick.late)
 
 
 def wake_one(

@@ -66,11 +66,12 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
         source_id=None,
         payload=req.payload,
         deliver_at_ms=deliver_at_ms,
-        wake_at_ms=wake_at,
+        wake_at_ms=None if send_now else wake_at,  # sent now: the scan's check of recent runs covers it
         now_ms=now_ms,
+        uncounted=send_now,  # its worker counts it; a run due later is counted now
     )
     data.put_new(run)
-    usage.record_trigger(app_id, "direct", now_ms)
+    usage.record_trigger(app_id, "direct", now_ms, by_worker=send_now)
     if send_now:
         send_deliveries([DeliveryMessage(run.run_id, app_id, (deliver_at_ms - now_ms) / 1000)])
     return run

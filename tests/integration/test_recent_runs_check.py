@@ -1,0 +1,223 @@
+"""Runs whose message is sent when they are created (direct runs due within the look-ahead, Event
+runs) have no `wake` entry: the scan's check of recent runs finds one whose message was lost, and
+reads only the runs created since its last tick."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from edgecron import clock
+from edgecron.data import run_checks
+from edgecron.data import runs as run_data
+from edgecron.data.models import TaskRunModel
+from edgecron.domain import run_states as st
+from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.receiver import Receiver
+from tests.integration.conftest import Pump, drain_queues, new_app
+
+LAG_SEC = 230  # REDISPATCH_AFTER_SEC 300 - LOOKAHEAD_SEC 70: when a run sent at creation is checked
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def _endpoint(key: str, url: str, **extra: object) -> str:
+    resp = call_api("POST", "/v1/endpoints", key=key, body={"url": url, **extra})
+    assert resp.status == 201, resp.body
+    return str(resp.body["id"])
+
+
+def _create_run(key: str, endpoint_id: str) -> str:
+    resp = call_api("POST", "/v1/task-runs", key=key, body={"endpoint_id": endpoint_id})
+    assert resp.status == 201, resp.body
+    return str(resp.body["id"])
+
+
+def _status(key: str, run_id: str) -> str:
+    return str(call_api("GET", f"/v1/task-runs/{run_id}", key=key).body["status"])
+
+
+def _scan() -> dict[str, Any]:
+    report = invoke("scan", {"detail": {}})
+    assert isinstance(report, dict)
+    return report
+
+
+def test_a_lost_message_of_a_direct_run_sent_at_creation_is_found_by_the_next_scan(
+    app_key: str, receiver: Receiver, pump: Pump
+) -> None:
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    run_id = _create_run(app_key, _endpoint(app_key, receiver.url("/lost-direct")))
+    stored = run_data.get(run_id, consistent=True)
+    assert stored is not None and stored.wake_shard is None and stored.wake_at is None  # no entry written
+    drain_queues()  # the message is lost
+    assert _scan()["runs_enqueued"] == 0
+    fixed.advance(LAG_SEC - 1)
+    report = _scan()  # too young to be checked: its message may still be on its way
+    assert report["runs_enqueued"] == 0 and report["runs_checked"] == 0, report
+    assert pump.deliveries() == 0
+    fixed.advance(1)
+    report = _scan()
+    assert report["runs_checked"] == 1 and report["runs_enqueued"] == 1, report
+    assert pump.deliveries() == 1
+    assert _status(app_key, run_id) == "success"
+    assert len(receiver.received("/lost-direct")) == 1
+    done = run_data.get(run_id, consistent=True)
+    assert done is not None and done.wake_shard is None  # terminal: out of the index again
+    report = _scan()  # checked once: a later tick neither reads nor sends it again
+    assert report["runs_checked"] == 0 and report["runs_enqueued"] == 0, report
+
+
+def test_a_lost_message_of_an_event_run_is_found_by_the_next_scan(receiver: Receiver, pump: Pump) -> None:
+    _, key = new_app("events")
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    for i in range(3):
+        _endpoint(key, receiver.url(f"/lost-event-{i}"), filter_events=["order.*"])
+    resp = call_api("POST", "/v1/events", key=key, body={"name": "order.paid", "payload": {"n": 1}})
+    assert resp.status == 202, resp.body
+    while pump.once("FanoutQueue", "fanout", batch=1):
+        pass
+    runs = [r for r in TaskRunModel.scan(TaskRunModel.source_id == resp.body["id"])]
+    assert len(runs) == 3 and all(r.wake_shard is None for r in runs)  # sent at once, no wake entries
+    drain_queues()  # every delivery message is lost
+    fixed.advance(LAG_SEC - 1)
+    assert _scan()["runs_enqueued"] == 0
+    fixed.advance(1)
+    report = _scan()
+    assert report["runs_checked"] == 3 and report["runs_enqueued"] == 3, report
+    assert pump.deliveries() == 3
+    for i in range(3):
+        assert len(receiver.received(f"/lost-event-{i}")) == 1
+    assert {_status(key, r.run_id) for r in runs} == {"success"}
+
+
+def _finished_runs(app_id: str, endpoint_id: str, created_ms: int, n: int) -> None:
+    """n delivered runs created at `created_ms` (+ 1 ms each), written directly."""
+    for i in range(n):
+        run = run_data.new_run(
+            run_id=f"run_{created_ms + i:013d}{i:04d}",
+            app_id=app_id,
+            endpoint_id=endpoint_id,
+            source="direct",
+            source_id=None,
+            payload=None,
+            deliver_at_ms=created_ms + i,
+            wake_at_ms=None,
+            now_ms=created_ms + i,
+        )
+        run.status = st.SUCCESS
+        assert run_data.put_new(run)
+
+
+class _RunReads:
+    """Counts the Task Run items the check reads: keys returned by `by_app` queries and keys asked
+    for by batch gets of the Task Runs table."""
+
+    def __init__(self) -> None:
+        self.index_keys = 0
+        self.batch_keys = 0
+        self._params: dict[str, Any] = {}
+        self._events = TaskRunModel._get_connection().connection.client.meta.events
+
+    def __enter__(self) -> _RunReads:
+        self._events.register("before-call.dynamodb", self._asked)
+        self._events.register("after-call.dynamodb", self._answered)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._events.unregister("before-call.dynamodb", self._asked)
+        self._events.unregister("after-call.dynamodb", self._answered)
+
+    def _asked(self, model: Any, params: dict[str, Any], **_: object) -> None:
+        request = json.loads(params.get("body") or b"{}")  # the request as sent
+        self._params = request  # the scan makes one call at a time
+        table = TaskRunModel.Meta.table_name
+        if model.name == "BatchGetItem" and table in request.get("RequestItems", {}):
+            self.batch_keys += len(request["RequestItems"][table]["Keys"])
+
+    def _answered(self, model: Any, parsed: dict[str, Any], **_: object) -> None:
+        if model.name == "Query" and self._params.get("IndexName") == "by_app":
+            self.index_keys += int(parsed.get("Count", 0))
+
+
+def test_the_check_reads_only_the_runs_created_since_the_last_tick(receiver: Receiver) -> None:
+    app_id, key = new_app("bounds")
+    endpoint_id = _endpoint(key, receiver.url("/bounds"))
+    created = clock.to_ms(datetime.now(UTC))  # about when the App was created
+    fixed = clock.FixedClock(datetime.now(UTC) + timedelta(hours=1))
+    clock.set_clock(fixed)
+    _finished_runs(app_id, endpoint_id, created + 1_000, 150)
+    fixed.advance(10)  # index entries show a moment after their write
+    report = _scan()  # an App's first check reads from its creation (at most FIRST_CHECK_SEC back)
+    assert report["runs_checked"] == 150, report
+    for older in (0, 850):  # the same reads whatever the App's history before its mark
+        _finished_runs(app_id, endpoint_id, created + 2_000, older)
+        fixed.advance(50)
+        until = clock.to_ms(fixed.now()) + 10_000 - LAG_SEC * 1000
+        _finished_runs(app_id, endpoint_id, until - 30_000, 120)  # created since the last tick
+        fixed.advance(10)
+        with _RunReads() as reads:
+            report = _scan()
+        assert report["runs_checked"] == 120, report
+        # each query of a batch starts at the last key handled and reads it again (no item read)
+        assert 120 <= reads.index_keys <= 122 and reads.batch_keys == 120, (older, vars(reads))
+    with _RunReads() as reads:
+        report = _scan()  # nothing new: the App costs one query that finds nothing
+    assert report["runs_checked"] == 0 and reads.index_keys <= 1 and reads.batch_keys == 0
+
+
+def test_a_failing_check_of_one_app_leaves_the_others_and_the_wake_walk_to_run(
+    receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new_app("broken")
+    healthy, key = new_app("healthy")
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    lost = _create_run(key, _endpoint(key, receiver.url("/healthy")))
+    body = {"endpoint_id": _endpoint(key, receiver.url("/later")), "delay_sec": 120}
+    later = call_api("POST", "/v1/task-runs", key=key, body=body)  # beyond the look-ahead: a wake entry
+    assert later.status == 201, later.body
+    drain_queues()
+    real = run_data.created_between
+
+    def failing(app_id: str, *args: Any) -> list[tuple[str, str]]:
+        if app_id != healthy:  # every other App's index read fails
+            raise RuntimeError("index read failed")
+        return real(app_id, *args)
+
+    monkeypatch.setattr(run_data, "created_between", failing)
+    fixed.advance(LAG_SEC)
+    report = _scan()
+    assert report["item_failures"] >= 1, report
+    assert report["runs_enqueued"] == 2, report  # the lost run (check) and the delayed one (wake walk)
+    assert pump.deliveries() == 2
+    assert _status(key, lost) == "success" and _status(key, str(later.body["id"])) == "success"
+
+
+def test_a_rebuild_resends_runs_sent_at_creation_at_once_and_leaves_the_marks(
+    receiver: Receiver, pump: Pump
+) -> None:
+    """After a snapshot restore or a purge every message is known lost: a rebuild does not wait for
+    the check's lag."""
+    app_id, key = new_app("rebuild")
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    run_id = _create_run(key, _endpoint(key, receiver.url("/rebuild")))
+    drain_queues()
+    fixed.advance(5)  # index entries show a moment after their write
+    report = invoke("scan", {"detail": {"rebuild": True}})
+    assert report["runs_enqueued"] == 1, report
+    assert run_checks.checked_keys([app_id]) == {}  # a rebuild moves no mark
+    assert pump.deliveries() == 1
+    assert _status(key, run_id) == "success"

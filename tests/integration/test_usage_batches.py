@@ -1,0 +1,164 @@
+"""Direct runs sent at their creation are counted by the worker: one usage ADD per App and month for
+a batch, never lost when a worker dies, counted twice at most when it dies right after counting."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from edgecron import clock
+from edgecron.data import usage as usage_data
+from edgecron.data.models import UsageModel
+from edgecron.services import delivery
+from edgecron_testing.harness import call_api, invoke, sqs_event
+from edgecron_testing.receiver import Receiver
+from tests.integration.conftest import Pump, drain_queues, new_app
+
+DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:DeliveryDLQ"
+
+
+class WorkerDied(BaseException):
+    """Stands for a Lambda runtime killed mid-invocation: nothing after this point runs."""
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def _endpoint(key: str, url: str) -> str:
+    resp = call_api("POST", "/v1/endpoints", key=key, body={"url": url})
+    assert resp.status == 201, resp.body
+    return str(resp.body["id"])
+
+
+def _create_run(key: str, endpoint_id: str, **extra: object) -> str:
+    resp = call_api("POST", "/v1/task-runs", key=key, body={"endpoint_id": endpoint_id, **extra})
+    assert resp.status == 201, resp.body
+    return str(resp.body["id"])
+
+
+def _direct(key: str) -> int:
+    resp = call_api("GET", "/v1/usage", key=key)
+    assert resp.status == 200, resp.body
+    return int(resp.body["direct"])
+
+
+class _UsageWrites:
+    """Counts UpdateItem calls on the usage table."""
+
+    def __init__(self) -> None:
+        self.updates = 0
+        self._events = UsageModel._get_connection().connection.client.meta.events
+
+    def __enter__(self) -> _UsageWrites:
+        self._events.register("before-call.dynamodb.UpdateItem", self._seen)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._events.unregister("before-call.dynamodb.UpdateItem", self._seen)
+
+    def _seen(self, params: dict[str, Any], **_: object) -> None:
+        if json.loads(params.get("body") or b"{}").get("TableName") == UsageModel.Meta.table_name:
+            self.updates += 1
+
+
+def test_a_worker_batch_counts_its_direct_runs_with_one_add(receiver: Receiver, pump: Pump) -> None:
+    _, key = new_app("usage-batch")
+    endpoint_id = _endpoint(key, receiver.url("/batch"))
+    with _UsageWrites() as writes:
+        for _ in range(10):
+            _create_run(key, endpoint_id)
+    assert writes.updates == 0  # the API does not count a run it sends at once
+    assert _direct(key) == 0  # not yet claimed: the soft quota does not see it yet
+    with _UsageWrites() as writes:
+        assert pump.deliveries() == 10
+    assert _direct(key) == 10
+    assert writes.updates <= 2, writes.updates  # one per worker invocation (batches of up to 10)
+
+
+def test_a_direct_run_due_later_is_counted_when_it_is_created(receiver: Receiver, pump: Pump) -> None:
+    _, key = new_app("usage-later")
+    _create_run(key, _endpoint(key, receiver.url("/later")), delay_sec=3_600)
+    assert _direct(key) == 1
+
+
+def test_a_worker_that_dies_before_counting_leaves_the_run_to_be_counted_by_its_successor(
+    receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, key = new_app("usage-died-before")
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    run_id = _create_run(key, _endpoint(key, receiver.url("/died-before")))
+    drain_queues()
+
+    def die(*_: object, **__: object) -> None:
+        raise WorkerDied
+
+    with monkeypatch.context() as patch:  # the worker dies after its HTTP call, before the result
+        patch.setattr(delivery.run_data, "finish", die)
+        with pytest.raises(WorkerDied):
+            delivery.deliver(run_id)
+    assert _direct(key) == 0
+    fixed.advance(61)  # its claim expired: the message comes back and another worker takes over
+    assert delivery.deliver(run_id).outcome == "success"
+    assert _direct(key) == 1  # counted once, by the worker that took over
+    assert len(receiver.received("/died-before")) == 2
+
+
+def test_a_worker_that_dies_between_counting_and_its_result_counts_the_run_twice(
+    receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The documented cost of counting before clearing the mark: a crash in that gap bills the run
+    twice (never zero times)."""
+    _, key = new_app("usage-died-after")
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    run_id = _create_run(key, _endpoint(key, receiver.url("/died-after")))
+    drain_queues()
+    real = usage_data.count_before_clearing
+
+    def count_then_die(*args: Any) -> None:
+        real(*args)
+        raise WorkerDied
+
+    with monkeypatch.context() as patch:
+        patch.setattr(usage_data, "count_before_clearing", count_then_die)
+        with pytest.raises(WorkerDied):
+            delivery.deliver(run_id)
+    assert _direct(key) == 1
+    fixed.advance(61)
+    assert delivery.deliver(run_id).outcome == "success"
+    assert _direct(key) == 2
+
+
+def test_a_run_cancelled_before_any_worker_took_it_is_counted_once(receiver: Receiver, pump: Pump) -> None:
+    _, key = new_app("usage-cancel")
+    run_id = _create_run(key, _endpoint(key, receiver.url("/cancel")))
+    resp = call_api("POST", f"/v1/task-runs/{run_id}/cancel", key=key)
+    assert resp.status == 200, resp.body
+    assert _direct(key) == 1
+    pump.deliveries()  # its message finds it cancelled
+    assert _direct(key) == 1
+    assert receiver.received("/cancel") == []
+
+
+def test_a_dead_lettered_run_no_worker_counted_is_counted_once(receiver: Receiver) -> None:
+    _, key = new_app("usage-poison")
+    run_id = _create_run(key, _endpoint(key, receiver.url("/poison")))
+    drain_queues()
+    message = {
+        "MessageId": "m1",
+        "ReceiptHandle": "r1",
+        "Body": json.dumps({"run_id": run_id, "app_id": "ignored"}),
+        "Attributes": {"ApproximateReceiveCount": "5"},
+    }
+    assert invoke("dlq", sqs_event([message], DLQ_ARN)) == {"batchItemFailures": []}
+    assert call_api("GET", f"/v1/task-runs/{run_id}", key=key).body["status"] == "dead_letter"
+    assert _direct(key) == 1

@@ -24,6 +24,7 @@ from edgecron.data.expiry import expires_at_s
 from edgecron.data.keys import alive
 from edgecron.data.models import FanoutPageModel, FireModel, ScheduleModel
 from edgecron.data.paging import Page, query_page
+from edgecron.domain.fires import Fire
 from edgecron.domain.vocabulary import FireStatus, ScheduleStatus
 
 M = FireModel
@@ -267,11 +268,28 @@ def interrupted(shard: str, before_ms: int) -> Iterator[FireModel]:
             yield fire
 
 
-def recent(
-    schedule_id: str, limit: int, now_ms: int, cursor: dict[str, Any] | None = None
-) -> Page[FireModel]:
+def entity(row: FireModel) -> Fire:
+    """The Fire a stored item holds, without its key and index attributes."""
+    return Fire(
+        schedule_id=row.schedule_id,
+        fire_at=int(row.fire_at),
+        app_id=row.app_id,
+        status=FireStatus(row.status),
+        created_at=int(row.created_at),
+        endpoint_ids=tuple(row.endpoint_ids or ()),
+        run_ids=tuple(row.run_ids or ()),
+        paged=bool(row.paged),
+        run_count=None if row.run_count is None else int(row.run_count),
+        started_at=None if row.started_at is None else int(row.started_at),
+        finished_at=None if row.finished_at is None else int(row.finished_at),
+        error=row.error,
+    )
+
+
+def recent(schedule_id: str, limit: int, now_ms: int, cursor: dict[str, Any] | None = None) -> Page[Fire]:
     """Fires newest first (including those dispatched ahead of time), expired ones left out."""
-    return query_page(M, schedule_id, limit, cursor, newest_first=True, filter_condition=alive(M, now_ms))
+    page = query_page(M, schedule_id, limit, cursor, newest_first=True, filter_condition=alive(M, now_ms))
+    return Page([entity(row) for row in page.items], page.last_key)
 
 
 def any_after(schedule_id: str, after_ms: int, until_ms: int) -> bool:

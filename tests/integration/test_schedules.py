@@ -536,3 +536,40 @@ def test_a_pause_long_after_a_fire_began_retrying_delivers_nothing_more(
 
 def app_runs_of(schedule_id: str) -> list[TaskRunModel]:
     return [r for r in TaskRunModel.scan() if r.source_id == schedule_id]
+
+
+def test_a_listed_fire_an_earlier_release_left_unmarked_is_dispatched_once_after_the_upgrade(
+    fixed: clock.FixedClock,
+) -> None:
+    """That release put a listed Fire into `open_fire_keys` at once and set `started_at` after sending
+    its runs; one whose dispatch died in between is dispatched again and marked, then left alone."""
+    app_id, key = new_app("upgrade")
+    ep = endpoint(key)
+    s = schedule(key, cron="0 13 * * *", endpoint_ids=[ep])
+    fixed.set(T0 + timedelta(minutes=59, seconds=30))
+    fire_at = clock.to_ms(T0 + timedelta(hours=1))
+    now_ms = clock.to_ms(fixed.now())
+    FireModel(
+        schedule_id=s["id"],
+        fire_at=fire_at,
+        app_id=app_id,
+        status="SCHEDULED",
+        endpoint_ids=[ep],
+        run_ids=[fire_data.run_id(s["id"], fire_at, ep)],
+        paged=False,
+        run_count=1,
+        created_at=now_ms,
+        open_shard=fire_data.open_shard(s["id"]),
+    ).save()
+    stored = schedule_data.get(app_id, s["id"], consistent=True)
+    assert stored is not None
+    assert schedule_data.advance(stored, fire_at, fire_at + 86_400_000, now_ms)  # moved on, runs not sent
+    fixed.advance(70)  # the pass takes Fires 30 s past their fire time
+    first = schedules_scan.dispatch_schedules(fixed.now())
+    assert first.fires_redispatched == 1
+    [run] = runs_of(app_id, s["id"])
+    assert run.fire_at == fire_at and run.endpoint_id == ep
+    fire = fire_data.get(s["id"], fire_at)
+    assert fire is not None and fire.started_at is not None
+    fixed.advance(60)
+    assert schedules_scan.dispatch_schedules(fixed.now()).fires_redispatched == 0

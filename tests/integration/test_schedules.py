@@ -123,8 +123,7 @@ def test_every_second_schedule_dispatches_each_fire_once(
     assert app_id.status == 200
 
 
-# A Fire is now created in a transaction with a check on its schedule, which in-process moto answers
-# slowly (about 1 s per schedule across 8 scans), so CI runs 25 schedules; set
+# Eight scans at once in one process are slow against in-process moto, so CI runs 25 schedules; set
 # EDGECRON_CONCURRENCY_SCHEDULES=100 or 1000 for larger runs.
 N_CONCURRENT = int(os.environ.get("EDGECRON_CONCURRENCY_SCHEDULES", "25"))
 

@@ -75,10 +75,12 @@ def dispatch_fire(
     schedule: ScheduleModel, fire_at_ms: int, now_ms: int, *, fresh: bool = False
 ) -> DispatchResult:
     """Steps (a)-(b) for one fire time; idempotent. `schedule` is refreshed in place by the read of
-    (a) unless the caller has just read or written it itself (`fresh`)."""
+    (a) unless the caller has just read or written it itself (`fresh`: the scan's re-dispatch of an
+    interrupted Fire, which goes on with the Fire even if the schedule has moved past it)."""
     alive = fresh or schedule_data.reload(schedule)
     if not alive or schedule.status != ScheduleStatus.ACTIVE or schedule.next_fire_at != fire_at_ms:
-        # paused, deleted, re-timed or moved on by another dispatch
+        if not fresh:  # paused or deleted (that cancels its Fires), or moved on by another dispatcher
+            return DispatchResult(None, False, 0)  # (which finished this fire time, or recorded it MISSED)
         return _existing(schedule if alive else None, schedule.schedule_id, fire_at_ms, now_ms)
     paged = is_broadcast(schedule)
     endpoint_ids = [] if paged else list(schedule.endpoint_ids)
@@ -223,8 +225,6 @@ def dispatch_due(
         fire_at = int(schedule.next_fire_at)
         if dispatch_fire(schedule, fire_at, now_ms, fresh=fresh).refused:
             break  # paused, deleted or moved since it was read: the next scan reads it again
-        if schedule.next_fire_at != fire_at:
-            break  # the fresh read shows another writer moved it on (its Fire went on above)
         nxt = next_after_ms(schedule, fire_at)
         if not schedule_data.advance(schedule, fire_at, nxt, now_ms):
             break

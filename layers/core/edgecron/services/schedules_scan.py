@@ -157,6 +157,8 @@ def apply_catch_up(schedule: ScheduleModel, plan: CatchUpPlan, now: datetime) ->
             status=fire_data.MISSED,
             error="missed: not dispatched in time (outage or deploy gap)",
         )
+    if plan.dispatch is None or clock.to_ms(plan.dispatch) != expected:
+        _miss_died_dispatch(schedule.schedule_id, expected, now_ms)
     target = clock.to_ms(plan.moves_to) if plan.moves_to is not None else None
     moved = schedule_data.catch_up_move(
         schedule,
@@ -179,6 +181,28 @@ def apply_catch_up(schedule: ScheduleModel, plan: CatchUpPlan, now: datetime) ->
             },
         )
     return moved
+
+
+def _miss_died_dispatch(schedule_id: str, fire_at_ms: int, now_ms: int) -> None:
+    """A Fire at the schedule's stored next fire time that is still open was left by a dispatch that
+    died before moving the schedule on (a dispatcher writes a Fire only at that time, and moves past
+    it only once its runs are sent). The catch-up moves past it, so nothing would dispatch it again:
+    its runs never created are written cancelled (a slow dispatch can no longer create them), and the
+    Fire is recorded MISSED unless one of its runs started (it then settles from its runs)."""
+    fire = fire_data.get(schedule_id, fire_at_ms)
+    if fire is None or fire.paged or fire.status not in fire_data.OPEN:
+        return  # a broadcast Fire's fan-out is resumed from the open-fires index
+    for endpoint_id, run_id in fire_data.runs_of(fire):
+        run_data.put_cancelled(
+            run_id=run_id,
+            app_id=fire.app_id,
+            endpoint_id=endpoint_id,
+            schedule_id=schedule_id,
+            fire_at=fire_at_ms,
+            now_ms=now_ms,
+            reason=MISSED_REASON,
+        )
+    miss(fire, run_data.get_many(fire_data.run_ids_of(fire)), now_ms)
 
 
 def redispatch_interrupted(now: datetime, report: ScheduleScanReport) -> None:

@@ -354,3 +354,48 @@ def test_a_broadcast_fire_settles_from_a_counter_without_rereading_its_runs_on_e
     assert fire is not None and fire.status == "COMPLETED"
     assert read <= 2 * len(runs)
     drain_queues()
+
+
+class WorkerDied(Exception):
+    pass
+
+
+def test_a_broadcast_fire_whose_worker_died_right_after_counting_its_last_run_settles_on_redelivery(
+    receiver: Receiver, pump: Pump, small_pages: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker that finished the Fire's last run counts it and dies before settling the Fire; the
+    message it held comes back (SQS redelivers what a failed invocation did not delete), the run is
+    already final, and that delivery settles the Fire instead of leaving it open."""
+    from edgecron.services import delivery
+
+    fixed = clock.FixedClock(T0)
+    clock.set_clock(fixed)
+    app_id, key = new_app("broadcast-died")
+    api_endpoints(key, 2, receiver.url("/died"))
+    schedule_id = call_api("POST", "/v1/schedules", key=key, body={"cron": "0 0 1 1 *"}).body["id"]
+    stored = schedule_data.get(app_id, schedule_id)
+    assert stored is not None and stored.next_fire_at is not None
+    fire_at = int(stored.next_fire_at)
+    fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))
+    invoke("scan", load_event("scan.json"))
+    assert fan_out_pages(pump)[0] == 1
+    fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC))
+    first, last = sorted(r.run_id for r in app_runs(app_id) if r.source == "schedule")
+    assert delivery.deliver(first, app_id).outcome == "success"
+    real_count = fire_data.count_settled_runs
+
+    def count_then_die(fire: FireModel, n: int = 1) -> bool:
+        real_count(fire, n)
+        raise WorkerDied("after counting the run")
+
+    monkeypatch.setattr(fire_data, "count_settled_runs", count_then_die)
+    with pytest.raises(WorkerDied):
+        delivery.deliver(last, app_id)
+    monkeypatch.undo()
+    fire = fire_data.get(schedule_id, fire_at)
+    assert fire is not None and fire.status == "SCHEDULED" and int(fire.settled_runs) == 2
+    assert delivery.deliver(last, app_id).outcome == "skipped"  # the redelivered message
+    fire = fire_data.get(schedule_id, fire_at)
+    assert fire is not None and fire.status == "COMPLETED"
+    assert len(receiver.received("/died")) == 2
+    drain_queues()

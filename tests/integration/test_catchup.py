@@ -195,3 +195,47 @@ def test_lost_prefetched_fires_follow_the_missed_policy() -> None:
     t0 = int(T0.timestamp())
     assert got[t0 + 30] == "MISSED" and got[t0 + 60] == "MISSED"
     assert got[t0 + 90] == "MISSED" and got[t0 + 120] in {"SCHEDULED", "RUNNING"}
+
+
+class DispatchDied(Exception):
+    pass
+
+
+@pytest.mark.parametrize("policy", ["RUN_ONCE", "SKIP"])
+@pytest.mark.parametrize("outage_s", [600, 3 * 86_400])  # within the 100-row cap, and far past it
+def test_a_fire_whose_dispatch_died_before_an_outage_is_missed_by_the_catch_up(
+    policy: str, outage_s: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dispatch wrote the Fire and died before its runs; the scan then stayed down past later fire
+    times. The catch-up moves the schedule past that fire time, so it records the Fire MISSED (its
+    runs, never created, are written cancelled) instead of leaving it open with no runs."""
+    from edgecron.data import fires as fire_data
+    from edgecron.data import runs as run_data
+    from edgecron.services import fire_dispatch
+
+    fixed = clock.FixedClock(T0)
+    clock.set_clock(fixed)
+    app_id, key = new_app("died-then-outage")
+    s = create(key, cron="0 9 * * *" if outage_s > 86_400 else "* * * * *", missed_policy=policy)
+    stored = schedule_data.get(app_id, s["id"], consistent=True)
+    assert stored is not None and stored.next_fire_at is not None
+    fire_at = int(stored.next_fire_at)
+    fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))
+
+    def die(*args: Any, **kwargs: Any) -> Any:
+        raise DispatchDied("after the Fire was written")
+
+    monkeypatch.setattr(fire_dispatch.run_data, "put_new", die)
+    with pytest.raises(DispatchDied):
+        fire_dispatch.dispatch_due(stored, fixed.now(), fire_at)
+    monkeypatch.undo()
+    assert fires(s["id"])[fire_at // 1000] == "SCHEDULED"
+    assert run_data.get_many(fire_data.run_ids_of(fire_data.get(s["id"], fire_at))) == []  # type: ignore[arg-type]
+    now = datetime.fromtimestamp(fire_at / 1000, UTC) + timedelta(seconds=outage_s)
+    fixed.set(now)
+    report = catch_up(app_id, s["id"], now)
+    assert report.catch_ups == 1
+    fire = fire_data.get(s["id"], fire_at)
+    assert fire is not None and fire.status == "MISSED"
+    runs = run_data.get_many(fire_data.run_ids_of(fire))
+    assert [r.status for r in runs] == ["cancelled"]

@@ -131,8 +131,7 @@ def test_every_second_schedule_dispatches_each_fire_once(
     assert app_id.status == 200
 
 
-# A Fire is now created in a transaction with a check on its schedule, which in-process moto answers
-# slowly (about 1 s per schedule across 8 scans), so CI runs 25 schedules; set
+# Eight scans at once in one process are slow against in-process moto, so CI runs 25 schedules; set
 # EDGECRON_CONCURRENCY_SCHEDULES=100 or 1000 for larger runs.
 N_CONCURRENT = int(os.environ.get("EDGECRON_CONCURRENCY_SCHEDULES", "25"))
 
@@ -181,15 +180,15 @@ def test_a_crash_between_scan_steps_loses_and_doubles_nothing(
     targets = {
         "after_fire": (fire_dispatch.run_data, "put_new"),
         "after_runs": (fire_dispatch, "send_deliveries"),
-        "after_enqueue": (fire_dispatch.fire_data, "mark_dispatched"),
+        "after_enqueue": (fire_dispatch, "send_deliveries"),
         "after_dispatched": (fire_dispatch.schedule_data, "advance"),
     }
     module, name = targets[step]
     original = getattr(module, name)
 
     def crash(*args: Any, **kwargs: Any) -> Any:
-        if step == "after_enqueue" or step == "after_dispatched":
-            pass
+        if step in ("after_enqueue", "after_dispatched"):
+            original(*args, **kwargs)  # the call takes effect, then the function dies
         raise Crash(step)
 
     monkeypatch.setattr(module, name, crash)
@@ -476,3 +475,120 @@ def test_a_scan_that_read_a_schedule_before_an_edit_dispatches_the_edited_schedu
     assert list(fire.endpoint_ids) == [new_ep]
     [run] = runs_of(app_id, created["id"])
     assert run.endpoint_id == new_ep and run.payload == {"v": 2}
+
+
+def test_a_fire_whose_dispatch_died_after_its_fire_was_written_is_dispatched_by_the_next_scan(
+    fixed: clock.FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The schedule moves past a fire time only after the fire's runs are sent, so the very next
+    scan re-drives a dispatch that died right after writing the Fire: no wait for a timeout."""
+    app_id, key = new_app("redrive")
+    eps = [endpoint(key), endpoint(key)]
+    s = schedule(key, cron="0 13 * * *", endpoint_ids=eps)
+    fixed.set(T0 + timedelta(minutes=59, seconds=30))
+
+    def die(*args: Any, **kwargs: Any) -> Any:
+        raise Crash("after the Fire was written")
+
+    monkeypatch.setattr(fire_dispatch.run_data, "put_new", die)
+    with pytest.raises(Crash):
+        stored = schedule_data.get(app_id, s["id"])
+        assert stored is not None
+        fire_dispatch.dispatch_due(stored, fixed.now(), clock.to_ms(fixed.now()) + 70_000)
+    monkeypatch.undo()
+    assert len(fires_of(s["id"])) == 1 and runs_of(app_id, s["id"]) == []
+    fixed.advance(5)  # the next tick
+    invoke("scan", {"detail": {}})
+    fire_at = clock.to_ms(T0 + timedelta(hours=1))
+    runs = runs_of(app_id, s["id"])
+    assert sorted(r.endpoint_id for r in runs if r.fire_at == fire_at) == sorted(eps)
+    stored = schedule_data.get(app_id, s["id"])
+    assert stored is not None and stored.next_fire_at == clock.to_ms(T0 + timedelta(days=1, hours=1))
+    assert [f.status for f in fires_of(s["id"])] == ["SCHEDULED"]
+
+
+@pytest.mark.parametrize("worker", ["lives", "dies_before_tracking_the_fire"])
+def test_a_pause_long_after_a_fire_began_retrying_delivers_nothing_more(
+    worker: str, app_key: str, fixed: clock.FixedClock, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listed Fire enters the open-fires index when its first attempt ends in a retry, so a pause
+    an hour of fires later still finds and cancels it; if the worker died before that, the retry's
+    own check of the schedule cancels it instead."""
+    from edgecron.services import delivery
+
+    receiver.script("/retrying", Reply(500))
+    policy = call_api(
+        "POST", "/v1/retry-policies", key=app_key, body={"max_attempts": 3, "base_delay_sec": 3600}
+    ).body["id"]
+    ep = endpoint(app_key, receiver.url("/retrying"), retry_policy_id=policy)
+    s = schedule(app_key, cron="* * * * *", endpoint_ids=[ep])
+    first_fire = clock.to_ms(T0 + timedelta(minutes=1))
+    fixed.set(T0 + timedelta(minutes=1))
+    [run_id] = [r.run_id for r in app_runs_of(s["id"]) if r.fire_at == first_fire]
+    if worker == "dies_before_tracking_the_fire":
+
+        def die(*args: Any, **kwargs: Any) -> Any:
+            raise Crash("before tracking the Fire")
+
+        monkeypatch.setattr(fire_data, "track_open", die)
+        with pytest.raises(Crash):
+            delivery.deliver(run_id)
+        monkeypatch.undo()
+    else:
+        assert delivery.deliver(run_id).outcome == "retry"
+    run = run_data.get(run_id, consistent=True)
+    assert run is not None and run.status == "retry_scheduled"
+    fixed.set(T0 + timedelta(minutes=20))
+    invoke("scan", {"detail": {}})  # twenty minutes of fires later
+    assert call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key).status == 200
+    if worker == "lives":  # cancelled by the pause itself
+        run = run_data.get(run_id, consistent=True)
+        assert run is not None and run.status == "cancelled"
+    fixed.set(T0 + timedelta(hours=1, minutes=2))  # the retry is due
+    assert delivery.deliver(run_id).outcome in ("cancelled", "skipped")
+    assert len(receiver.received("/retrying")) == 1  # the first attempt only
+    run = run_data.get(run_id, consistent=True)
+    assert run is not None and run.status == "cancelled"
+    fire = fire_data.get(s["id"], first_fire)
+    assert fire is not None and fire.status == "CANCELLED"
+
+
+def app_runs_of(schedule_id: str) -> list[TaskRunModel]:
+    return [r for r in TaskRunModel.scan() if r.source_id == schedule_id]
+
+
+def test_a_listed_fire_an_earlier_release_left_unmarked_is_dispatched_once_after_the_upgrade(
+    fixed: clock.FixedClock,
+) -> None:
+    """That release put a listed Fire into `open_fire_keys` at once and set `started_at` after sending
+    its runs; one whose dispatch died in between is dispatched again and marked, then left alone."""
+    app_id, key = new_app("upgrade")
+    ep = endpoint(key)
+    s = schedule(key, cron="0 13 * * *", endpoint_ids=[ep])
+    fixed.set(T0 + timedelta(minutes=59, seconds=30))
+    fire_at = clock.to_ms(T0 + timedelta(hours=1))
+    now_ms = clock.to_ms(fixed.now())
+    FireModel(
+        schedule_id=s["id"],
+        fire_at=fire_at,
+        app_id=app_id,
+        status="SCHEDULED",
+        endpoint_ids=[ep],
+        run_ids=[fire_data.run_id(s["id"], fire_at, ep)],
+        paged=False,
+        run_count=1,
+        created_at=now_ms,
+        open_shard=fire_data.open_shard(s["id"]),
+    ).save()
+    stored = schedule_data.get(app_id, s["id"], consistent=True)
+    assert stored is not None
+    assert schedule_data.advance(stored, fire_at, fire_at + 86_400_000, now_ms)  # moved on, runs not sent
+    fixed.advance(70)  # the pass takes Fires 30 s past their fire time
+    first = schedules_scan.dispatch_schedules(fixed.now())
+    assert first.fires_redispatched == 1
+    [run] = runs_of(app_id, s["id"])
+    assert run.fire_at == fire_at and run.endpoint_id == ep
+    fire = fire_data.get(s["id"], fire_at)
+    assert fire is not None and fire.started_at is not None
+    fixed.advance(60)
+    assert schedules_scan.dispatch_schedules(fixed.now()).fires_redispatched == 0

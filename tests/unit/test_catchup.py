@@ -9,7 +9,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from edgecron.domain.catchup import MISSED_CAP, CatchUpPlan, LateFirePlan, plan_catch_up, plan_late_fires
+from edgecron.domain.catchup import (
+    MISSED_CAP,
+    CatchUpPlan,
+    LateFirePlan,
+    MissedPolicy,
+    late_run_wake,
+    plan_catch_up,
+    plan_late_fires,
+    policy_of,
+    split_started,
+)
 from edgecron.domain.cron import fires_between, parse_cron
 
 S = timedelta(seconds=1)
@@ -347,3 +357,69 @@ def test_late_skip_misses_all_and_one_time_run_once_runs() -> None:
     assert plan_late_fires(None, [], T0, "RUN_ONCE", later_fire_ran=False) == LateFirePlan([], [])
     with pytest.raises(ValueError):
         plan_late_fires(None, [ms(T0)], T0, "ALWAYS", later_fire_ran=False)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------
+# applying a plan, the stored policy, late runs
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_plan_moves_the_schedule_to_its_dispatch_or_past_now() -> None:
+    now = T0 + 10 * M + 30 * S
+    run_once = plan(EVERY_MINUTE, T0, now, "RUN_ONCE")
+    assert run_once.moves_to == T0 + 10 * M  # the newest pending fire time, dispatched next
+    skip = plan(EVERY_MINUTE, T0, now, "SKIP")
+    assert skip.moves_to == T0 + 11 * M  # the first fire time after now
+    assert not run_once.finishes(one_time=False) and not skip.finishes(one_time=False)
+
+
+def test_a_skipped_one_time_schedule_finishes_and_one_run_late_does_not() -> None:
+    at = T0
+    skipped = plan_catch_up(None, at, at, T0 + M, MissedPolicy.SKIP)
+    late = plan_catch_up(None, at, at, T0 + M, MissedPolicy.RUN_ONCE)
+    assert skipped is not None and skipped.moves_to is None and skipped.finishes(one_time=True)
+    assert late is not None and late.moves_to == at and not late.finishes(one_time=True)
+
+
+def test_the_stored_policy_is_skip_only_when_it_says_so() -> None:
+    assert policy_of("SKIP") is MissedPolicy.SKIP
+    assert policy_of("RUN_ONCE") is MissedPolicy.RUN_ONCE
+    assert policy_of(None) is MissedPolicy.RUN_ONCE
+    assert policy_of("run_once_later") is MissedPolicy.RUN_ONCE
+
+
+def test_a_fire_started_once_any_run_was_attempted_or_taken() -> None:
+    started, unstarted = split_started(
+        {
+            3_000: [("pending", 0), ("cancelled", 0)],  # nothing started
+            1_000: [("pending", 0), ("success", 1)],  # one delivered
+            2_000: [("pending", 1)],  # attempted once, waiting again
+            4_000: [("running", 1)],
+            5_000: [("cancelled", 1)],  # cancelled runs never count as started
+            0: [],
+        }
+    )
+    assert started == {1_000, 2_000, 4_000}
+    assert unstarted == [0, 3_000, 5_000]
+
+
+REDISPATCH = 300_000
+RETENTION = 4 * 86_400_000
+
+
+def test_a_late_run_is_lost_when_the_queues_hold_nothing_or_its_message_expired() -> None:
+    now = 10 * 86_400_000
+    assert late_run_wake(now - 400_000, now, 0, RETENTION, REDISPATCH) is None
+    assert late_run_wake(now - RETENTION - 1, now, 50, RETENTION, REDISPATCH) is None
+
+
+def test_a_late_run_behind_a_backlog_is_looked_at_less_and_less_often_until_its_message_expires() -> None:
+    now = 10 * 86_400_000
+    # sent 400 s ago: look again in 400 s (the time it has waited), at least the redispatch interval
+    assert late_run_wake(now - 400_000, now, 50, RETENTION, REDISPATCH) == now + 400_000
+    assert late_run_wake(now - 100_000, now, 50, RETENTION, REDISPATCH) == now + REDISPATCH
+    # sent 3 days ago: the message expires in 1 day, so look again then, not in 3 days
+    sent = now - 3 * 86_400_000
+    assert late_run_wake(sent, now, 50, RETENTION, REDISPATCH) == sent + RETENTION
+    # the backlog unknown: never judged lost, the wait still grows
+    assert late_run_wake(sent, now, None, None, REDISPATCH) == now + 3 * 86_400_000

@@ -10,11 +10,11 @@ from edgecron.clock import iso_ms
 from edgecron.domain.apps import App
 from edgecron.domain.attempts import Attempt
 from edgecron.domain.endpoints import Endpoint
+from edgecron.domain.fires import Fire
 from edgecron.domain.retry_policies import RetryPolicy
 from edgecron.domain.vocabulary import (
     ErrorKind,
     FanoutStatus,
-    FireStatus,
     KeyRole,
     MissedPolicy,
     RunStatus,
@@ -182,18 +182,14 @@ def schedule_out(s: Any, preview: Sequence[int] | None = None) -> ScheduleOut:
     )
 
 
-def fire_out(f: Any, runs: Mapping[str, Any], now_ms: int) -> FireOut:
+def fire_out(f: Fire, runs: Mapping[str, Any], now_ms: int) -> FireOut:
     """A Fire with its runs; a SCHEDULED fire already started and due reads as RUNNING."""
-    status = FireStatus(f.status)
-    if status == FireStatus.SCHEDULED and f.started_at is not None and now_ms >= f.fire_at:
-        status = FireStatus.RUNNING
-    duration = int(f.finished_at - f.started_at) if f.finished_at and f.started_at else None
     return FireOut(
         fire_time=iso_ms(f.fire_at) or "",
-        status=status,
+        status=f.shown_status(now_ms),
         started_at=iso_ms(f.started_at),
         finished_at=iso_ms(f.finished_at),
-        duration_ms=duration,
+        duration_ms=f.duration_ms,
         error=f.error,
         runs=[
             FireRunOut(

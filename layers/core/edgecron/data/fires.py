@@ -1,28 +1,30 @@
-"""Fires: one row per (schedule_id, fire_at), created with a conditional write — the exactly-once
-anchor — in one transaction with a check that the schedule is still ACTIVE at the fire time the scan
-read, so a pause or delete that lands first leaves no Fire. `open_shard` keeps a Fire in the sparse,
-keys-only `open_fire_keys` index until it settles; `started_at` is set once its runs are enqueued (for a paged
-Fire: once its last fan-out page is recorded), so a Fire open without it was interrupted mid-dispatch.
+"""Fires: one row per (schedule_id, fire_at), created with a conditional put, the exactly-once
+anchor (the Fire's key and its runs' ids are deterministic, so a second dispatch of the same fire
+time writes nothing new). A broadcast Fire (`paged`) keeps `open_shard`, and with it an entry in the
+sparse, keys-only `open_fire_keys` index, from its creation until it settles; `started_at` is set
+once its last fan-out page is recorded, so one open without it was interrupted mid-dispatch. A Fire
+bound to listed Endpoints enters that index only if a run of it waits for a retry (track_open).
 
-A Fire bound to listed Endpoints keeps their ids and its run ids on the item; a broadcast Fire
-(`paged`) keeps them in FanoutPagesTable, one item per page, and counts them (`run_count`,
-`page_count`). run_id_pages and all_run_ids read both layouts."""
+A Fire bound to listed Endpoints keeps their ids and its run ids on the item; a broadcast Fire keeps
+them in FanoutPagesTable, one item per page, and counts them (`run_count`, `page_count`).
+run_id_pages and all_run_ids read both layouts."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist, TransactWriteError
+from pynamodb.exceptions import DoesNotExist
 
 from edgecron import ids
 from edgecron.config import get_settings
 from edgecron.data import fanout_pages
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import expires_at_s
-from edgecron.data.keys import alive, at_version
+from edgecron.data.keys import alive
 from edgecron.data.models import FanoutPageModel, FireModel, ScheduleModel
 from edgecron.data.paging import Page, query_page
+from edgecron.domain.fires import Fire
 from edgecron.domain.vocabulary import FireStatus, ScheduleStatus
 
 M = FireModel
@@ -59,14 +61,14 @@ def create(
     status: str = SCHEDULED,
     error: str | None = None,
     paged: bool = False,
-    while_next_fire_at: int | None = None,
-    while_version: int | None = None,
-) -> tuple[FireModel | None, bool]:
-    """Create the Fire unless it exists; returns (the stored Fire, created?). With
-    `while_next_fire_at`, only while the schedule is ACTIVE with that next fire time and, with
-    `while_version`, unchanged since it was read (one transaction): a Fire is never built from a
-    schedule an edit has replaced. (None, False) when the check fails (paused, deleted, edited or
-    moved on since it was read) and no such Fire exists."""
+) -> tuple[FireModel, bool]:
+    """Create the Fire unless it exists (one conditional put: its key is the exactly-once anchor);
+    returns (the stored Fire, created?). Whether the schedule may still fire at this time is the
+    caller's check (a fresh read before, a re-read before its runs are sent, and the compare-and-set
+    advance after). A Fire bound to listed Endpoints is dispatched by the call that creates it and,
+    if that call dies, again by the next scan from the schedule's `due` entry (the schedule moves
+    past this time last), so it carries `started_at` at once and stays out of `open_fire_keys`; a
+    broadcast Fire enters that index until it settles (its fan-out may be cut short by a crash)."""
     is_open = status in OPEN
     fire = M(
         schedule_id=schedule_id,
@@ -80,19 +82,14 @@ def create(
         page_count=0 if paged else None,
         created_at=now_ms,
         error=error,
-        open_shard=open_shard(schedule_id) if is_open else None,
+        open_shard=open_shard(schedule_id) if is_open and paged else None,
+        started_at=max(fire_at_ms, now_ms) if is_open and not paged else None,
         finished_at=None if is_open else now_ms,
         expires_at=expires_at_s(now_ms),
     )
-    if while_next_fire_at is None:
-        created, refused = save_if(fire, M.fire_at.does_not_exist()), False
-    else:
-        created, refused = _create_while_active(fire, app_id, while_next_fire_at, while_version)
-    if created:
+    if save_if(fire, M.fire_at.does_not_exist()):
         return fire, True
     existing = get(schedule_id, fire_at_ms)
-    if existing is None and refused:
-        return None, False  # no Fire, and the schedule is not ACTIVE at this fire time
     if existing is None:  # expired and deleted between the two calls: treat as new
         return create(
             schedule_id,
@@ -104,34 +101,24 @@ def create(
             status=status,
             error=error,
             paged=paged,
-            while_next_fire_at=while_next_fire_at,
-            while_version=while_version,
         )
     return existing, False
 
 
-def _create_while_active(
-    fire: FireModel, app_id: str, next_fire_at: int, version: int | None
-) -> tuple[bool, bool]:
-    """(created, refused by the schedule check). An existing Fire wins over a refusal: it was
-    created while the schedule was ACTIVE, and its dispatch goes on (or is cancelled) from there."""
-    check = (S.status == ScheduleStatus.ACTIVE) & (S.next_fire_at == next_fire_at)
-    if version is not None:
-        check = check & at_version(S, version)
-    try:
-        with fanout_pages.transaction() as tx:
-            tx.save(fire, condition=M.fire_at.does_not_exist())
-            tx.condition_check(S, app_id, fire.schedule_id, condition=check)
-    except TransactWriteError as exc:
-        if exc.cause_response_code != "TransactionCanceledException":
-            raise
-        codes = [fanout_pages.reason_code(r) for r in exc.cancellation_reasons]
-        if codes and codes[0] == _CONDITION_FAILED:  # the schedule check (sent first)
-            return False, True
-        if len(codes) > 1 and codes[1] == _CONDITION_FAILED:  # the Fire exists
-            return False, False
-        raise
-    return True, False
+def mark_dispatched(fire: FireModel, now_ms: int) -> None:
+    """Set `started_at` on a listed Fire written without it (by a release that set it after the
+    send), once it is dispatched again, so the scan stops taking it for an interrupted one."""
+    update_if(fire, [M.started_at.set(max(int(fire.fire_at), now_ms))], M.status.is_in(*OPEN))
+
+
+def track_open(fire: FireModel) -> bool:
+    """Put a listed Fire into `open_fire_keys` once it outlives its first attempt (a run waits for a
+    retry), so a pause or delete finds it however old it gets; settle takes it out again."""
+    return update_if(
+        fire,
+        [M.open_shard.set(open_shard(fire.schedule_id))],
+        M.status.is_in(*OPEN) & M.open_shard.does_not_exist(),
+    )
 
 
 def get(schedule_id: str, fire_at_ms: int) -> FireModel | None:
@@ -139,10 +126,6 @@ def get(schedule_id: str, fire_at_ms: int) -> FireModel | None:
         return M.get(schedule_id, fire_at_ms, consistent_read=True)
     except DoesNotExist:
         return None
-
-
-def mark_dispatched(fire: FireModel, now_ms: int) -> None:
-    fire.update(actions=[M.started_at.set(max(int(fire.fire_at), now_ms))], condition=M.status.is_in(*OPEN))
 
 
 def record_page(fire: FireModel, page: FanoutPageModel, now_ms: int) -> str:
@@ -285,11 +268,28 @@ def interrupted(shard: str, before_ms: int) -> Iterator[FireModel]:
             yield fire
 
 
-def recent(
-    schedule_id: str, limit: int, now_ms: int, cursor: dict[str, Any] | None = None
-) -> Page[FireModel]:
+def entity(row: FireModel) -> Fire:
+    """The Fire a stored item holds, without its key and index attributes."""
+    return Fire(
+        schedule_id=row.schedule_id,
+        fire_at=int(row.fire_at),
+        app_id=row.app_id,
+        status=FireStatus(row.status),
+        created_at=int(row.created_at),
+        endpoint_ids=tuple(row.endpoint_ids or ()),
+        run_ids=tuple(row.run_ids or ()),
+        paged=bool(row.paged),
+        run_count=None if row.run_count is None else int(row.run_count),
+        started_at=None if row.started_at is None else int(row.started_at),
+        finished_at=None if row.finished_at is None else int(row.finished_at),
+        error=row.error,
+    )
+
+
+def recent(schedule_id: str, limit: int, now_ms: int, cursor: dict[str, Any] | None = None) -> Page[Fire]:
     """Fires newest first (including those dispatched ahead of time), expired ones left out."""
-    return query_page(M, schedule_id, limit, cursor, newest_first=True, filter_condition=alive(M, now_ms))
+    page = query_page(M, schedule_id, limit, cursor, newest_first=True, filter_condition=alive(M, now_ms))
+    return Page([entity(row) for row in page.items], page.last_key)
 
 
 def any_after(schedule_id: str, after_ms: int, until_ms: int) -> bool:

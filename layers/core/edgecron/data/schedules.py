@@ -39,13 +39,22 @@ def reload(schedule: ScheduleModel) -> bool:
     return True
 
 
+def _sync_due(schedule: ScheduleModel) -> None:
+    """The `due` index holds exactly the ACTIVE schedules with a next fire time: set or clear the
+    shard that puts a schedule in it from its status and timing, on every whole-item write."""
+    active = schedule.status == ScheduleStatus.ACTIVE and schedule.next_fire_at is not None
+    schedule.due_shard = shard_for(schedule.schedule_id) if active else None
+
+
 def put_new(schedule: ScheduleModel) -> None:
+    _sync_due(schedule)
     schedule.save(condition=M.schedule_id.does_not_exist())
 
 
 def save_if_version(schedule: ScheduleModel, version: int) -> bool:
     """Write the whole item if nobody changed it since `version` was read (user edits, pause).
     Sound only because every other write of a schedule moves `version` too."""
+    _sync_due(schedule)
     return save_if(schedule, at_version(M, version))
 
 

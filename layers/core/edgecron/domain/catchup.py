@@ -42,6 +42,7 @@ minute, one day or 30 days.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
@@ -52,7 +53,7 @@ from edgecron.domain.cron import (
     latest_fires_between,
     next_fire,
 )
-from edgecron.domain.vocabulary import MissedPolicy
+from edgecron.domain.vocabulary import MissedPolicy, RunStatus
 
 __all__ = [
     "MISSED_CAP",
@@ -60,8 +61,11 @@ __all__ = [
     "CatchUpPlan",
     "LateFirePlan",
     "MissedPolicy",
+    "late_run_wake",
     "plan_catch_up",
     "plan_late_fires",
+    "policy_of",
+    "split_started",
 ]
 
 POLICIES: Final[tuple[str, ...]] = tuple(MissedPolicy)
@@ -89,6 +93,22 @@ class CatchUpPlan:
     def missed_total(self) -> int:
         """Every missed fire time, listed or not (excludes ``dispatch``)."""
         return len(self.missed) + self.left_out
+
+    @property
+    def moves_to(self) -> datetime | None:
+        """The schedule's next fire time once the plan is applied: the one fire to run (RUN_ONCE,
+        dispatched right after by the normal path) or the first fire time at or after now."""
+        return self.dispatch if self.dispatch is not None else self.next_fire
+
+    def finishes(self, one_time: bool) -> bool:
+        """Whether applying the plan finishes the schedule: a one-time schedule whose time is skipped."""
+        return one_time and self.dispatch is None
+
+
+def policy_of(stored: str | None) -> MissedPolicy:
+    """The missed-fire policy of a stored schedule: SKIP only when it says so, RUN_ONCE otherwise
+    (the default, also for a value written by no current release)."""
+    return MissedPolicy.SKIP if stored == MissedPolicy.SKIP else MissedPolicy.RUN_ONCE
 
 
 def _aware(value: datetime, name: str) -> datetime:
@@ -199,6 +219,36 @@ def plan_late_fires(
         if following is None or following > _aware(cutoff, "cutoff"):
             return LateFirePlan(run_late=[newest], missed=ordered[:-1])
     return LateFirePlan(run_late=[], missed=ordered)
+
+
+def split_started(runs_at: Mapping[int, Iterable[tuple[str, int]]]) -> tuple[set[int], list[int]]:
+    """(fire times with a started run, the others oldest first) for the (status, attempts) of each
+    Fire's runs. A run started once it was attempted or taken, whatever its status now, cancelled
+    runs aside; a Fire none of whose runs started is what plan_late_fires decides about."""
+    started = {
+        t
+        for t, runs in runs_at.items()
+        if any(
+            status != RunStatus.CANCELLED and not (status == RunStatus.PENDING and attempts == 0)
+            for status, attempts in runs
+        )
+    }
+    return started, sorted(t for t in runs_at if t not in started)
+
+
+def late_run_wake(
+    sent_ms: int, now_ms: int, waiting: int | None, retention_ms: int | None, redispatch_ms: int
+) -> int | None:
+    """When to look again at a schedule run no worker took after its message was sent at `sent_ms`,
+    given the queues' backlog (`waiting` messages kept `retention_ms`; None: unknown): None when the
+    message is lost (no backlog, or older than the queue keeps messages), so the missed-fire policy
+    decides; otherwise a wake time that grows with the wait, never past the message's expiry."""
+    if waiting is not None and retention_ms is not None and (waiting == 0 or now_ms - sent_ms > retention_ms):
+        return None
+    wait = max(redispatch_ms, now_ms - sent_ms)  # a long backlog is looked at less and less often
+    if retention_ms is not None:
+        wait = min(wait, max(redispatch_ms, sent_ms + retention_ms - now_ms))
+    return now_ms + wait
 
 
 def _benchmark() -> None:  # pragma: no cover - a manual tool

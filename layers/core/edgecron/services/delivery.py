@@ -194,6 +194,8 @@ def _not_claimed(run_id: str, now_ms: int) -> DeliveryReport:
         if delay <= MAX_DELAY_SEC:
             send_deliveries([DeliveryMessage(run.run_id, run.app_id, delay)], retry=True)
             return DeliveryReport(run_id, "requeued")
+    if run is not None and run.status in st.TERMINAL:
+        fires.run_final_again(run, now_ms)  # its worker may have died before settling its Fire
     logger.info(
         "delivery message dropped", extra={"run_id": run_id, "status": run.status if run else "missing"}
     )
@@ -341,6 +343,7 @@ def _conclude(
             first_attempt=inline,
         ):
             count(RETRY_SCHEDULED)
+            fires.run_waits_for_retry(run)
             if direct:
                 send_deliveries(
                     [DeliveryMessage(run.run_id, run.app_id, (due_ms - now_ms) / 1000)], retry=True

@@ -1,15 +1,18 @@
 """Dispatch one schedule fire, in an order that survives a crash between any two steps:
-(a) create the Fire (conditional, in one transaction with a check that the schedule is still ACTIVE
-at this fire time), (b) create its Task Runs (deterministic ids, conditional), read the schedule
-again and enqueue them only if it is still ACTIVE, (c) mark the Fire dispatched, (d) advance the
-schedule with a compare-and-set (last). Two scans at once, or a retry after a crash, produce the
-same Fire and the same runs; a pause or delete that returned before (a) leaves no Fire, one that
-returned before the re-read in (b) leaves its runs cancelled (the pause cancels the runs that exist
-by then; the re-read cancels those created after).
+(a) read the schedule fresh (strongly consistent) and create the Fire from it only while it is
+ACTIVE at this fire time (a conditional put: the exactly-once anchor), (b) create its Task Runs
+(deterministic ids, conditional), read the schedule again and send them only if it is still
+ACTIVE and still fires at this time, (c) advance the schedule with a compare-and-set (last). Until
+(c) the schedule stays in the `due` index at this fire time, so a crash anywhere before it is
+re-driven by the next scan, which finds the same Fire and the same runs (a second message for a run
+is absorbed by the worker's claim). A pause or delete that returned before (a) leaves no Fire; one
+that returned before the re-read in (b) leaves its runs cancelled (the pause cancels the runs that
+exist by then, writing those not yet created as cancelled; the re-read cancels the rest).
 
 A schedule bound to every Endpoint of its App (endpoint_ids empty) is dispatched by the fan-out
-function instead of (b) and (c): the Fire is created `paged` and its Endpoints are walked page by
-page (services/fanout.py), so no item grows with the number of Endpoints."""
+function instead of (b): the Fire is created `paged` and its Endpoints are walked page by page
+(services/fanout.py), so no item grows with the number of Endpoints; a crash before its first page
+is handed on is re-driven from the `open_fire_keys` index (schedules_scan.interrupted_work)."""
 
 from __future__ import annotations
 
@@ -68,8 +71,17 @@ class DispatchResult:
         return self.fire is None
 
 
-def dispatch_fire(schedule: ScheduleModel, fire_at_ms: int, now_ms: int) -> DispatchResult:
-    """Steps (a)–(c) for one fire time; idempotent. `schedule` is as the caller read it."""
+def dispatch_fire(
+    schedule: ScheduleModel, fire_at_ms: int, now_ms: int, *, fresh: bool = False
+) -> DispatchResult:
+    """Steps (a)-(b) for one fire time; idempotent. `schedule` is refreshed in place by the read of
+    (a) unless the caller has just read or written it itself (`fresh`: the scan's re-dispatch of an
+    interrupted Fire, which goes on with the Fire even if the schedule has moved past it)."""
+    alive = fresh or schedule_data.reload(schedule)
+    if not alive or schedule.status != ScheduleStatus.ACTIVE or schedule.next_fire_at != fire_at_ms:
+        if not fresh:  # paused or deleted (that cancels its Fires), or moved on by another dispatcher
+            return DispatchResult(None, False, 0)  # (which finished this fire time, or recorded it MISSED)
+        return _existing(schedule if alive else None, schedule.schedule_id, fire_at_ms, now_ms)
     paged = is_broadcast(schedule)
     endpoint_ids = [] if paged else list(schedule.endpoint_ids)
     run_ids = [run_id_for(schedule.schedule_id, fire_at_ms, ep) for ep in endpoint_ids]
@@ -88,23 +100,41 @@ def dispatch_fire(schedule: ScheduleModel, fire_at_ms: int, now_ms: int) -> Disp
         status=status,
         error=error,
         paged=paged and not over_quota,
-        while_next_fire_at=fire_at_ms,
-        while_version=int(schedule.version),
     )
-    if fire is None:
-        return DispatchResult(None, False, 0)
     if created and over_quota:  # not run, not billed, not retried; counts toward auto-pause
         fires.after_settle(fire, fire_data.FAILED, now_ms, error)
         return DispatchResult(fire, created, 0)
     if created:
         count(FIRES)
         usage.record_trigger(schedule.app_id, "schedule", now_ms)
-    if fire.status not in fire_data.OPEN or fire.started_at is not None:
-        return DispatchResult(fire, created, 0)  # settled, or dispatched by an earlier attempt
-    last_progress = max(int(fire.created_at), int(fire.progress_at or 0))
-    if not created and now_ms - last_progress < INTERRUPTED_AFTER_MS:
-        return DispatchResult(fire, created, 0)  # another scan (or the fan-out) is dispatching it
+    return _go_on(schedule, fire, created, now_ms)
+
+
+def _existing(
+    schedule: ScheduleModel | None, schedule_id: str, fire_at_ms: int, now_ms: int
+) -> DispatchResult:
+    """The schedule (as just read; None: deleted) no longer fires at this time: no new Fire, but one
+    created while it did (by a dispatch that died, or a concurrent one) goes on from where it is, or
+    is cancelled if the schedule stopped."""
+    fire = fire_data.get(schedule_id, fire_at_ms)
+    if fire is None:
+        return DispatchResult(None, False, 0)
+    if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
+        if fire.status in fire_data.OPEN:
+            fires.cancel_fire(fire, now_ms, STOPPED)
+        return DispatchResult(fire, False, 0)
+    return _go_on(schedule, fire, False, now_ms)
+
+
+def _go_on(schedule: ScheduleModel, fire: FireModel, created: bool, now_ms: int) -> DispatchResult:
+    if fire.status not in fire_data.OPEN:
+        return DispatchResult(fire, created, 0)  # settled by an earlier attempt
     if fire.paged:
+        if fire.started_at is not None:
+            return DispatchResult(fire, created, 0)  # fanned out by an earlier attempt
+        last_progress = max(int(fire.created_at), int(fire.progress_at or 0))
+        if not created and now_ms - last_progress < INTERRUPTED_AFTER_MS:
+            return DispatchResult(fire, created, 0)  # the fan-out function is dispatching it
         _fan_out(fire)
         return DispatchResult(fire, created, 0)
     return _dispatch_listed(schedule, fire, created, now_ms)
@@ -119,6 +149,9 @@ def _fan_out(fire: FireModel) -> None:
 
 
 def _dispatch_listed(schedule: ScheduleModel, fire: FireModel, created: bool, now_ms: int) -> DispatchResult:
+    """Create the Fire's runs (each unless it exists), then send them if the schedule, read again,
+    still fires at this time. Sent again when a dispatch that died is re-driven: a run already
+    delivered or under way ignores the second message."""
     fire_at_ms = int(fire.fire_at)
     send_now, wake_at = enqueue_plan(fire_at_ms, now_ms)
     messages = []
@@ -126,15 +159,28 @@ def _dispatch_listed(schedule: ScheduleModel, fire: FireModel, created: bool, no
         put_fire_run(schedule, fire_at_ms, endpoint_id, wake_at, now_ms)
         messages.append(DeliveryMessage(run_id, schedule.app_id, due_ms=fire_at_ms))
     current = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True)
-    if current is None or current.status != ScheduleStatus.ACTIVE:
-        _cancel_runs(fire, now_ms)  # paused or deleted after (a): these runs are never delivered
+    if (
+        current is None
+        or current.status != ScheduleStatus.ACTIVE
+        or _edited_away(current, fire_at_ms, now_ms)
+    ):
+        _cancel_runs(fire, now_ms)  # paused, deleted or re-timed meanwhile: these runs are never delivered
         return DispatchResult(fire, created, 0)
     if send_now:
         failed = send_deliveries(messages)
         if failed:
             logger.warning("fire runs not enqueued; redispatched by the scan", extra={"count": len(failed)})
-    fire_data.mark_dispatched(fire, now_ms)
     return DispatchResult(fire, created, len(messages) if send_now else 0)
+
+
+def _edited_away(current: ScheduleModel, fire_at_ms: int, now_ms: int) -> bool:
+    """A timing edit that landed during this dispatch and no longer fires at this (future) time: the
+    edit cancels the Fires it finds, and this one may have been written after it looked."""
+    if current.next_fire_at == fire_at_ms or fire_at_ms <= now_ms:
+        return False
+    if current.cron is None:
+        return True
+    return next_after_ms(current, fire_at_ms - 1000) != fire_at_ms
 
 
 def put_fire_run(
@@ -169,29 +215,22 @@ def dispatch_due(
     schedule: ScheduleModel, now: datetime, horizon_ms: int, *, limit: int = MAX_FIRES_PER_SCHEDULE_PER_TICK
 ) -> int:
     """Dispatch the fires of `schedule` due up to `horizon_ms` (at most `limit`), advancing it after
-    each (step d). Returns the number handled; stops when another writer moved the schedule first."""
+    each (step c). Returns the number handled; stops when another writer moved the schedule first.
+    The first fire is built from a fresh read of the schedule; each next one from the copy the
+    advance before it returned."""
     now_ms = clock.to_ms(now)
     handled = 0
+    fresh = False
     while schedule.next_fire_at is not None and schedule.next_fire_at <= horizon_ms and handled < limit:
         fire_at = int(schedule.next_fire_at)
-        if dispatch_fire(schedule, fire_at, now_ms).refused and not _still_due(schedule, fire_at, now_ms):
+        if dispatch_fire(schedule, fire_at, now_ms, fresh=fresh).refused:
             break  # paused, deleted or moved since it was read: the next scan reads it again
         nxt = next_after_ms(schedule, fire_at)
         if not schedule_data.advance(schedule, fire_at, nxt, now_ms):
             break
+        fresh = True
         handled += 1
     return handled
-
-
-def _still_due(schedule: ScheduleModel, fire_at_ms: int, now_ms: int) -> bool:
-    """A Fire refused because the schedule changed since it was read (an edit, a settled Fire's
-    count): read it again and, if it is still ACTIVE and due at the same time, dispatch from the
-    fresh copy, so no Fire is built from a replaced schedule and none is delayed to the next scan."""
-    if not schedule_data.reload(schedule):
-        return False
-    if schedule.status != ScheduleStatus.ACTIVE or schedule.next_fire_at != fire_at_ms:
-        return False
-    return not dispatch_fire(schedule, fire_at_ms, now_ms).refused
 
 
 def lookahead_ms() -> int:

@@ -41,7 +41,8 @@ def run_settled(run: TaskRunModel, status: str, now_ms: int) -> None:
     # a broadcast Fire counts the run; its runs are read once, when the last one is counted
     if fire.paged and not (fire_data.count_settled_runs(fire) and fire_data.all_counted(fire)):
         return
-    settle_if_done(fire, now_ms, known={run.run_id: status})
+    errors = {run.run_id: run.last_error} if run.last_error else None
+    settle_if_done(fire, now_ms, known={run.run_id: status}, errors=errors)
 
 
 def schedule_stopped(run: TaskRunModel) -> bool:
@@ -60,7 +61,39 @@ def cancel_claimed(run: TaskRunModel, now_ms: int, reason: str) -> None:
         run_settled(run, st.CANCELLED, now_ms)
 
 
-def settle_if_done(fire: FireModel, now_ms: int, known: dict[str, str] | None = None) -> str | None:
+def run_final_again(run: TaskRunModel, now_ms: int) -> None:
+    """A message came back for a schedule run that is already final: the worker that finished it may
+    have died before settling its Fire (SQS redelivers what a failed invocation did not delete), so
+    settle it now if every run is final. A broadcast Fire settles only once each run was counted:
+    counting this one again could settle it while another is still running."""
+    if run.source != "schedule" or run.source_id is None or run.fire_at is None:
+        return
+    fire = fire_data.get(run.source_id, int(run.fire_at))
+    if fire is None or fire.status not in fire_data.OPEN:
+        return
+    if fire.paged and not fire_data.all_counted(fire):
+        return
+    settle_if_done(fire, now_ms)
+
+
+def run_waits_for_retry(run: TaskRunModel) -> None:
+    """A schedule run's first attempt ended in a retry: its Fire, if bound to listed Endpoints,
+    enters the open-fires index, so a pause finds it however long the retries take."""
+    if (
+        run.source != "schedule"
+        or run.source_id is None
+        or run.fire_at is None
+        or int(run.total_attempts) != 1
+    ):
+        return
+    fire = fire_data.get(run.source_id, int(run.fire_at))
+    if fire is not None:
+        fire_data.track_open(fire)
+
+
+def settle_if_done(
+    fire: FireModel, now_ms: int, known: dict[str, str] | None = None, errors: dict[str, str] | None = None
+) -> str | None:
     run_ids = fire_data.all_run_ids(fire)
     if run_ids is None:
         return None  # a broadcast Fire still being fanned out: more runs are coming
@@ -68,7 +101,9 @@ def settle_if_done(fire: FireModel, now_ms: int, known: dict[str, str] | None = 
     statuses = []
     for start in range(0, len(run_ids), 100):  # stop reading at the first run still open
         chunk = run_ids[start : start + 100]
-        runs.update({r.run_id: r for r in run_data.get_many(chunk)})
+        unknown = [run_id for run_id in chunk if not (known and run_id in known)]
+        if unknown:  # a single-run Fire settles from the run just finished, without reading it
+            runs.update({r.run_id: r for r in run_data.get_many(unknown)})
         for run_id in chunk:
             if known and run_id in known:
                 statuses.append(known[run_id])
@@ -81,14 +116,12 @@ def settle_if_done(fire: FireModel, now_ms: int, known: dict[str, str] | None = 
     final = fire_status(statuses)
     if final is None:
         return None
-    error = next(
-        (
-            runs[r].last_error
-            for r in run_ids
-            if r in runs and runs[r].status in (st.FAILED, st.DEAD_LETTER) and runs[r].last_error
-        ),
-        None,
+    failed_errors = (
+        (errors or {}).get(r) if known and r in known else runs[r].last_error
+        for r, status in zip(run_ids, statuses, strict=True)
+        if status in (st.FAILED, st.DEAD_LETTER)
     )
+    error = next((e for e in failed_errors if e), None)
     if not fire_data.settle(fire, final, now_ms, error):
         return None
     after_settle(fire, final, now_ms, error)

@@ -7,8 +7,9 @@ from typing import Any
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as data
-from edgecron.data.models import FireModel, ScheduleModel, TaskRunModel
+from edgecron.data.models import ScheduleModel, TaskRunModel
 from edgecron.data.paging import Page
+from edgecron.domain.fires import Fire
 
 
 def find(app_id: str, schedule_id: str, *, consistent: bool = False) -> ScheduleModel | None:
@@ -21,7 +22,7 @@ def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[Sc
 
 def fires_page(
     schedule_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: int
-) -> tuple[Page[FireModel], dict[str, TaskRunModel]]:
+) -> tuple[Page[Fire], dict[str, TaskRunModel]]:
     """Fires newest first and their Task Runs by id (one batch read)."""
     page = fire_data.recent(schedule_id, limit, now_ms, cursor)
     run_ids = [run_id for fire in page.items for run_id in fire.run_ids]

@@ -61,12 +61,6 @@ def _set_timing(schedule: ScheduleModel, now: datetime) -> None:
     at = clock.from_ms(schedule.at) if schedule.at is not None else None
     schedule.next_fire_at = _first_fire_ms(spec, at, now)
     schedule.finished = False
-    _sync_due(schedule)
-
-
-def _sync_due(schedule: ScheduleModel) -> None:
-    active = schedule.status == ScheduleStatus.ACTIVE and schedule.next_fire_at is not None
-    schedule.due_shard = data.shard_for(schedule.schedule_id) if active else None
 
 
 def create(app_id: str, req: ScheduleCreate, now: datetime, schedule_id: str | None = None) -> ScheduleModel:
@@ -186,7 +180,6 @@ def _stop(app_id: str, schedule_id: str, now: datetime, reason: str) -> Schedule
         if schedule.status != ScheduleStatus.PAUSED:
             version = int(schedule.version)
             schedule.status = ScheduleStatus.PAUSED
-            _sync_due(schedule)
             schedule.version = version + 1
             schedule.updated_at = clock.to_ms(now)
             if not data.save_if_version(schedule, version):
@@ -209,7 +202,6 @@ def resume(app_id: str, schedule_id: str, now: datetime) -> ScheduleModel:
             schedule.next_fire_at = None  # a one-time schedule whose time passed while paused
         else:
             _set_timing(schedule, now)
-        _sync_due(schedule)
         schedule.version = version + 1
         schedule.updated_at = clock.to_ms(now)
         if data.save_if_version(schedule, version):

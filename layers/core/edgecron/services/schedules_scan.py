@@ -18,8 +18,15 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, ScheduleModel, TaskRunModel
 from edgecron.domain import run_states as st
-from edgecron.domain.catchup import CatchUpPlan, plan_catch_up, plan_late_fires
-from edgecron.domain.vocabulary import MissedPolicy, ScheduleStatus
+from edgecron.domain.catchup import (
+    CatchUpPlan,
+    late_run_wake,
+    plan_catch_up,
+    plan_late_fires,
+    policy_of,
+    split_started,
+)
+from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
 from edgecron.services import fire_dispatch, fires, operational_events
 from edgecron.services.scan_work import Budget, Work, first_shard, item_failed, run_fairly
@@ -116,7 +123,7 @@ def process_steps(
             clock.from_ms(schedule.at) if schedule.cron is None and schedule.at is not None else None,
             clock.from_ms(schedule.next_fire_at),
             cutoff,
-            MissedPolicy.SKIP if schedule.missed_policy == MissedPolicy.SKIP else MissedPolicy.RUN_ONCE,
+            policy_of(schedule.missed_policy),
         )
         if plan is not None:
             if not apply_catch_up(schedule, plan, now):
@@ -150,13 +157,16 @@ def apply_catch_up(schedule: ScheduleModel, plan: CatchUpPlan, now: datetime) ->
             status=fire_data.MISSED,
             error="missed: not dispatched in time (outage or deploy gap)",
         )
-    if plan.dispatch is not None:
-        target: int | None = clock.to_ms(plan.dispatch)
-    else:
-        target = clock.to_ms(plan.next_fire) if plan.next_fire else None
-    one_time_skipped = schedule.cron is None and plan.dispatch is None
+    if plan.dispatch is None or clock.to_ms(plan.dispatch) != expected:
+        _miss_died_dispatch(schedule.schedule_id, expected, now_ms)
+    target = clock.to_ms(plan.moves_to) if plan.moves_to is not None else None
     moved = schedule_data.catch_up_move(
-        schedule, expected, target, plan.left_out, now_ms, finish=one_time_skipped
+        schedule,
+        expected,
+        target,
+        plan.left_out,
+        now_ms,
+        finish=plan.finishes(one_time=schedule.cron is None),
     )
     if moved:
         count(MISSED_FIRES, plan.missed_total)
@@ -181,14 +191,39 @@ def apply_catch_up(schedule: ScheduleModel, plan: CatchUpPlan, now: datetime) ->
     return moved
 
 
+def _miss_died_dispatch(schedule_id: str, fire_at_ms: int, now_ms: int) -> None:
+    """A Fire at the schedule's stored next fire time that is still open was left by a dispatch that
+    died before moving the schedule on (a dispatcher writes a Fire only at that time, and moves past
+    it only once its runs are sent). The catch-up moves past it, so nothing would dispatch it again:
+    its runs never created are written cancelled (a slow dispatch can no longer create them), and the
+    Fire is recorded MISSED unless one of its runs started (it then settles from its runs)."""
+    fire = fire_data.get(schedule_id, fire_at_ms)
+    if fire is None or fire.paged or fire.status not in fire_data.OPEN:
+        return  # a broadcast Fire's fan-out is resumed from the open-fires index
+    for endpoint_id, run_id in fire_data.runs_of(fire):
+        run_data.put_cancelled(
+            run_id=run_id,
+            app_id=fire.app_id,
+            endpoint_id=endpoint_id,
+            schedule_id=schedule_id,
+            fire_at=fire_at_ms,
+            now_ms=now_ms,
+            reason=MISSED_REASON,
+        )
+    miss(fire, run_data.get_many(fire_data.run_ids_of(fire)), now_ms)
+
+
 def redispatch_interrupted(now: datetime, report: ScheduleScanReport) -> None:
     for _ in interrupted_work(now, report):
         pass
 
 
 def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
-    """Fires created but never dispatched (a crash between steps a and c) get their runs now; a Fire
-    whose schedule is gone or paused is cancelled instead. One step per Fire."""
+    """Broadcast Fires whose fan-out stalled (a crash before a page was handed on) are fanned out
+    again from their first page not yet continued, and listed Fires a release that marked them
+    dispatched after the send left unmarked are dispatched again; a Fire whose schedule is gone or
+    paused is cancelled instead. One step per Fire. (A listed Fire whose dispatch dies now is
+    re-driven from its schedule's `due` entry.)"""
     now_ms = clock.to_ms(now)
     shards = get_settings().shards
     for i in range(shards):
@@ -207,7 +242,9 @@ def redispatch(fire: FireModel, now_ms: int, report: ScheduleScanReport) -> None
     if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
         fires.cancel_fire(fire, now_ms, "schedule deleted or paused")
         return
-    fire_dispatch.dispatch_fire(schedule, int(fire.fire_at), now_ms)
+    fire_dispatch.dispatch_fire(schedule, int(fire.fire_at), now_ms, fresh=True)
+    if not fire.paged and fire.started_at is None:
+        fire_data.mark_dispatched(fire, now_ms)
     fires.settle_if_done(fire, now_ms)
     report.fires_redispatched += 1
 
@@ -253,15 +290,13 @@ def reconcile_late(
     if not queues_lost:
         redispatch_ms = get_settings().redispatch_after_sec * 1000
         lost: list[TaskRunModel] = []
+        waiting = state.waiting if state is not None else None
+        retention_ms = state.retention_ms if state is not None else None
         for run in late:
-            sent = run_data.last_sent_ms(run)
-            if state is not None and (state.waiting == 0 or now_ms - sent > state.retention_ms):
+            wake_at = late_run_wake(run_data.last_sent_ms(run), now_ms, waiting, retention_ms, redispatch_ms)
+            if wake_at is None:
                 lost.append(run)
-                continue
-            wait = max(redispatch_ms, now_ms - sent)  # a long backlog is looked at less and less often
-            if state is not None:
-                wait = min(wait, max(redispatch_ms, sent + state.retention_ms - now_ms))
-            if run_data.wake_later(run, now_ms + wait):
+            elif run_data.wake_later(run, wake_at):
                 report.backlogged += 1
         if report.backlogged:
             logger.info("schedule runs wait behind a queue backlog", extra={"count": report.backlogged})
@@ -273,10 +308,6 @@ def reconcile_late(
 
 def _unstarted(run: TaskRunModel) -> bool:
     return run.status == st.PENDING and int(run.total_attempts) == 0
-
-
-def _started(run: TaskRunModel) -> bool:
-    return run.status != st.CANCELLED and not _unstarted(run)
 
 
 def settle_late_fires(
@@ -315,13 +346,14 @@ def settle_late_fires(
                         fires.counted_runs_ended(fire, ended)
                         fires.settle_if_done(fire, now_ms)
                 continue
-            started = {t for t, runs in runs_at.items() if any(_started(r) for r in runs)}
-            unstarted = sorted(t for t in fires_at if t not in started)
+            started, unstarted = split_started(
+                {t: [(r.status, int(r.total_attempts)) for r in runs] for t, runs in runs_at.items()}
+            )
             plan = plan_late_fires(
                 fire_dispatch.spec_of(schedule),
                 unstarted,
                 cutoff,
-                MissedPolicy.SKIP if schedule.missed_policy == MissedPolicy.SKIP else MissedPolicy.RUN_ONCE,
+                policy_of(schedule.missed_policy),
                 later_fire_ran=bool(unstarted) and fire_data.any_after(schedule_id, unstarted[-1], now_ms),
             )
             for t in sorted(started) + plan.run_late:

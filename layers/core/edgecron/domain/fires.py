@@ -1,0 +1,36 @@
+"""A Fire: one fire time of a Schedule, and the Task Runs it created (listed on the Fire for a
+schedule bound to listed Endpoints; in fan-out pages for a broadcast one, `paged`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edgecron.domain.vocabulary import FireStatus
+
+
+@dataclass(frozen=True)
+class Fire:
+    schedule_id: str
+    fire_at: int
+    app_id: str
+    status: FireStatus
+    created_at: int
+    endpoint_ids: tuple[str, ...] = ()
+    run_ids: tuple[str, ...] = ()
+    paged: bool = False
+    run_count: int | None = None
+    started_at: int | None = None  # dispatched: its runs sent (a broadcast Fire: its last page recorded)
+    finished_at: int | None = None
+    error: str | None = None
+
+    def shown_status(self, now_ms: int) -> FireStatus:
+        """The status a reader sees: a SCHEDULED Fire already dispatched and due is RUNNING."""
+        if self.status == FireStatus.SCHEDULED and self.started_at is not None and now_ms >= self.fire_at:
+            return FireStatus.RUNNING
+        return self.status
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.finished_at is None or self.started_at is None:
+            return None
+        return self.finished_at - self.started_at

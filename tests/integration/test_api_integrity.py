@@ -325,11 +325,11 @@ def test_a_patch_that_always_loses_the_race_is_a_409_and_changes_nothing(
     real = endpoint_data.save
     rounds: list[int] = []
 
-    def racing_save(item: Any) -> bool:
+    def racing_save(item: Any, **options: Any) -> Any:
         if item.description == "d":  # the PATCH's save: a rotation lands right before it, every time
             rounds.append(1)
             endpoint_service.rotate_secret(app_id, ep["id"], clock.to_ms(clock.now()))
-        return real(item)
+        return real(item, **options)
 
     with monkeypatch.context() as patch:
         patch.setattr(endpoint_data, "save", racing_save)

@@ -238,6 +238,8 @@ def test_a_broadcast_fire_whose_fan_out_died_fails_and_counts_toward_auto_pause(
     clock.set_clock(fixed)
     app_id, key = new_app("broadcast-dead")
     bulk_endpoints(app_id, 3, "http://127.0.0.1:9/dead")
+    ops = {"url": "http://127.0.0.1:9/ops", "filter_events": ["edgecron.schedule.*"]}
+    assert call_api("POST", "/v1/endpoints", key=key, body=ops).status == 201
     schedule_id = call_api("POST", "/v1/schedules", key=key, body={"cron": "0 0 1 1 *"}).body["id"]
     stored = schedule_data.get(app_id, schedule_id)
     assert stored is not None and stored.next_fire_at is not None
@@ -252,6 +254,8 @@ def test_a_broadcast_fire_whose_fan_out_died_fails_and_counts_toward_auto_pause(
     assert paused is not None and paused.status == "PAUSED"
     kinds = [n.kind for n in NotificationModel.query(app_id)]
     assert "SCHEDULE_AUTO_PAUSED" in kinds
+    events = call_api("GET", "/v1/events", key=key).body["data"]
+    assert [e["name"] for e in events] == ["edgecron.schedule.paused"]
     drain_queues()
 
 

@@ -12,6 +12,7 @@ from edgecron_testing.harness import call_api
 from tests.integration.conftest import Pump, new_app
 
 BODIES: dict[str, Any] = {"PATCH": {}, "PUT": {"monthly_quota": 5}, "POST": None}
+BODY_OF_PATH: dict[str, Any] = {"/v1/endpoints/{endpoint_id}/recover": {"since": "2026-01-01T00:00:00Z"}}
 
 
 def _a_world() -> tuple[str, str, dict[str, str]]:
@@ -59,7 +60,8 @@ def test_every_route_with_an_id_answers_404_to_another_app() -> None:
         for name in params:
             concrete = concrete.replace("{" + name + "}", ids[name])
         for method in operations:
-            resp = call_api(method.upper(), concrete, key=key_b, body=BODIES.get(method.upper()))
+            body = BODY_OF_PATH.get(path, BODIES.get(method.upper()))
+            resp = call_api(method.upper(), concrete, key=key_b, body=body)
             assert resp.status == 404, (method, concrete, resp.status, resp.body)
             assert resp.body["error"]["code"] == "NOT_FOUND"
             checked += 1

@@ -66,7 +66,9 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
         source_id=None,
         payload=req.payload,
         deliver_at_ms=deliver_at_ms,
-        wake_at_ms=None if send_now else wake_at,  # sent now: the scan's check of recent runs covers it
+        # due at once: the scan's check of recent runs covers a lost message; a delayed run keeps its
+        # entry, so a lost message is found REDISPATCH_AFTER_SEC after its due time, not later
+        wake_at_ms=None if send_now and deliver_at_ms <= now_ms else wake_at,
         now_ms=now_ms,
         uncounted=send_now,  # its worker counts it; a run due later is counted now
     )

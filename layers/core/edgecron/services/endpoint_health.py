@@ -14,7 +14,7 @@ from edgecron.data import endpoints as data
 from edgecron.data import notifications
 from edgecron.data.models import TaskRunModel
 from edgecron.domain import run_states as st
-from edgecron.domain.endpoint_health import counts, should_disable, success_needs_write
+from edgecron.domain.endpoint_health import SUCCESS_RESOLUTION_MS, counts, should_disable, success_needs_write
 from edgecron.domain.endpoints import Endpoint
 from edgecron.domain.vocabulary import NotificationKind, OperationalEvent
 from edgecron.observability import ENDPOINTS_DISABLED, ENDPOINTS_FAILING, count, logger
@@ -29,13 +29,32 @@ def run_ended(run: TaskRunModel, status: str, now_ms: int, endpoint: Endpoint | 
     more than a minute old."""
     try:
         if status == st.SUCCESS:
-            if endpoint is None or success_needs_write(endpoint.health, now_ms):
-                data.record_success(run.app_id, run.endpoint_id, now_ms)
+            _succeeded(run, endpoint, now_ms)
             return
         if counts(status in (st.FAILED, st.DEAD_LETTER), run.last_error_kind):
             _failed(run, now_ms)
     except Exception:
         logger.exception("could not record the endpoint's health", extra={"endpoint_id": run.endpoint_id})
+
+
+# Successes this container wrote lately, per Endpoint: the deliveries of one batch share one read of
+# the Endpoint, so without this each of them would see the same old last_success_at and write it.
+_written_successes: dict[tuple[str, str], int] = {}
+_WRITTEN_SUCCESSES_MAX = 10_000
+
+
+def _succeeded(run: TaskRunModel, endpoint: Endpoint | None, now_ms: int) -> None:
+    key = (run.app_id, run.endpoint_id)
+    health = endpoint.health if endpoint is not None else None
+    if health is not None and health.consecutive_failures == 0:
+        written = _written_successes.get(key)
+        if written is not None and now_ms - written < SUCCESS_RESOLUTION_MS:
+            return
+    if health is None or success_needs_write(health, now_ms):
+        data.record_success(run.app_id, run.endpoint_id, now_ms)
+        if len(_written_successes) >= _WRITTEN_SUCCESSES_MAX:
+            _written_successes.clear()
+        _written_successes[key] = now_ms
 
 
 def _failed(run: TaskRunModel, now_ms: int) -> None:

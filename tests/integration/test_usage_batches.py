@@ -51,9 +51,11 @@ def _direct(key: str) -> int:
 
 
 class _UsageWrites:
-    """Counts UpdateItem calls on the usage table."""
+    """Counts UpdateItem calls on one App's items of the usage table (another test's late worker
+    thread in this process may write its own App's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, app_id: str) -> None:
+        self.app_id = app_id
         self.updates = 0
         self._events = UsageModel._get_connection().connection.client.meta.events
 
@@ -65,20 +67,23 @@ class _UsageWrites:
         self._events.unregister("before-call.dynamodb.UpdateItem", self._seen)
 
     def _seen(self, params: dict[str, Any], **_: object) -> None:
-        if json.loads(params.get("body") or b"{}").get("TableName") == UsageModel.Meta.table_name:
+        body = json.loads(params.get("body") or b"{}")
+        if body.get("TableName") != UsageModel.Meta.table_name:
+            return
+        if body.get("Key", {}).get("app_id", {}).get("S") == self.app_id:
             self.updates += 1
 
 
 def test_a_worker_batch_counts_its_direct_runs_with_one_add(receiver: Receiver, pump: Pump) -> None:
-    _, key = new_app("usage-batch")
+    app_id, key = new_app("usage-batch")
     endpoint_id = _endpoint(key, receiver.url("/batch"))
-    with _UsageWrites() as writes:
+    with _UsageWrites(app_id) as writes:
         for _ in range(10):
             _create_run(key, endpoint_id)
     assert writes.updates == 0  # the API does not count a run it sends at once
     assert _direct(key) == 0  # not yet claimed: the soft quota does not see it yet
     batches = delivered = 0
-    with _UsageWrites() as writes:
+    with _UsageWrites(app_id) as writes:
         while n := pump.once("DeliveryQueue", "worker"):  # SQS may hand over fewer than 10 at a time
             batches, delivered = batches + 1, delivered + n
     assert delivered == 10 and _direct(key) == 10

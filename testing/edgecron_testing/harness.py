@@ -128,6 +128,16 @@ def call_api(method: str, path: str, **kwargs: Any) -> ApiResponse:
     return ApiResponse(int(result["statusCode"]), response_body(result), dict(result.get("headers") or {}))
 
 
+def given_up_message(run_id: str, app_id: str, receives: int = 5) -> dict[str, Any]:
+    """The delivery message of a run as the DLQ consumer gets it: SQS gave up after `receives`."""
+    return {
+        "MessageId": run_id,
+        "ReceiptHandle": run_id,
+        "Body": json.dumps({"run_id": run_id, "app_id": app_id}),
+        "Attributes": {"ApproximateReceiveCount": str(receives)},
+    }
+
+
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
     records = []
     for m in messages:

@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 from edgecron import clock
 from edgecron.data import secret_box
 from edgecron_testing import iam as iam_support
-from edgecron_testing.harness import call_api, invoke, load_event, sqs_event
+from edgecron_testing.harness import call_api, given_up_message, invoke, load_event, sqs_event
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import ADMIN_KEY, IAM, PROVISIONED, Alerts, app_runs, new_app
 
@@ -85,15 +85,7 @@ def test_poison_messages_that_fail_a_third_fire_auto_pause_and_the_dlq_consumer_
     runs = sorted((r for r in app_runs(app_id) if r.source_id == s["id"]), key=lambda r: r.deliver_at)
     assert len(runs) == 3  # the look-ahead window holds all three fires
     clock.set_clock(clock.FixedClock(T0 + timedelta(seconds=10)))
-    messages = [
-        {
-            "MessageId": run.run_id,
-            "ReceiptHandle": run.run_id,
-            "Body": json.dumps({"run_id": run.run_id, "app_id": app_id}),
-            "Attributes": {"ApproximateReceiveCount": "5"},
-        }
-        for run in runs
-    ]
+    messages = [given_up_message(run.run_id, app_id) for run in runs]
     assert invoke("dlq", sqs_event(messages, PROVISIONED.queues["DeliveryDLQ"].arn)) == {
         "batchItemFailures": []
     }

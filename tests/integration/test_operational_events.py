@@ -9,7 +9,7 @@ from typing import Any
 
 from standardwebhooks.webhooks import Webhook
 
-from edgecron_testing.harness import call_api, invoke, sqs_event
+from edgecron_testing.harness import call_api, given_up_message, invoke, sqs_event
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import PROVISIONED, Pump, app_runs, drain_queues, new_app
 
@@ -117,15 +117,7 @@ def test_a_poisoned_operational_delivery_publishes_nothing_more(receiver: Receiv
     # the operational deliveries' messages keep failing: SQS hands them to the DLQ consumer
     runs = [r for r in app_runs(app_id) if r.endpoint_id == ops["id"]]
     assert len(runs) == 2
-    messages = [
-        {
-            "MessageId": run.run_id,
-            "ReceiptHandle": run.run_id,
-            "Body": json.dumps({"run_id": run.run_id, "app_id": app_id}),
-            "Attributes": {"ApproximateReceiveCount": "5"},
-        }
-        for run in runs
-    ]
+    messages = [given_up_message(run.run_id, app_id) for run in runs]
     drain_queues()
     assert invoke("dlq", sqs_event(messages, PROVISIONED.queues["DeliveryDLQ"].arn)) == {
         "batchItemFailures": []

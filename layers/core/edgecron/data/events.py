@@ -16,7 +16,7 @@ from pynamodb.exceptions import DoesNotExist
 from edgecron import ids
 from edgecron.data import fanout_pages
 from edgecron.data.conditional import update_if
-from edgecron.data.expiry import is_alive
+from edgecron.data.expiry import expires_at_s, is_alive
 from edgecron.data.keys import alive, time_window
 from edgecron.data.models import EndpointModel, EventModel, FanoutPageModel
 from edgecron.data.paging import Page, query_page
@@ -58,6 +58,30 @@ def to_entity(row: EventModel) -> Event:
 
 def _key(event: Event) -> EventModel:
     return M(app_id=event.app_id, event_id=event.event_id)
+
+
+def new_event(
+    app_id: str,
+    name: str,
+    payload: Any,
+    now_ms: int,
+    *,
+    event_id: str | None = None,
+    idempotency_key: str | None = None,
+) -> Event:
+    """An Event as it is stored when published: fan-out pending, no Endpoint matched yet."""
+    return Event(
+        app_id=app_id,
+        event_id=event_id or ids.new_id("evt", now_ms),
+        name=name,
+        payload=payload,
+        idempotency_key=idempotency_key,
+        fanout_status=FanoutStatus.PENDING,
+        matched_count=0,
+        page_count=0,
+        created_at=now_ms,
+        expires_at=expires_at_s(now_ms),
+    )
 
 
 def put_new(event: Event) -> None:

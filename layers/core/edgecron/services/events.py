@@ -15,12 +15,10 @@ from edgecron.data import events as data
 from edgecron.data import fanout_pages
 from edgecron.data import runs as run_data
 from edgecron.data import usage as usage_data
-from edgecron.data.expiry import expires_at_s
 from edgecron.data.models import TaskRunModel
 from edgecron.data.paging import Page
 from edgecron.data.queues import send_fanout
 from edgecron.domain.events import Event
-from edgecron.domain.vocabulary import FanoutStatus
 from edgecron.errors import Conflict, NotFound, ParamInvalid
 from edgecron.observability import logger
 from edgecron.schemas.events import EventCreate
@@ -47,17 +45,8 @@ def publish(
     now_ms = clock.to_ms(now)
     check_payload(req.payload)
     quota.check_quota(app_id, now_ms)
-    event = Event(
-        app_id=app_id,
-        event_id=event_id or ids.new_id("evt", now_ms),
-        name=req.name,
-        payload=req.payload,
-        idempotency_key=idempotency_key,
-        fanout_status=FanoutStatus.PENDING,
-        matched_count=0,
-        page_count=0,
-        created_at=now_ms,
-        expires_at=expires_at_s(now_ms),
+    event = data.new_event(
+        app_id, req.name, req.payload, now_ms, event_id=event_id, idempotency_key=idempotency_key
     )
     data.put_new(event)
     counted = False

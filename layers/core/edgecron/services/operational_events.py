@@ -18,18 +18,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from edgecron import ids
 from edgecron.clock import iso_ms
 from edgecron.data import apps as app_data
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import events as event_data
-from edgecron.data.expiry import expires_at_s
 from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import send_fanout
 from edgecron.domain.endpoints import Endpoint
 from edgecron.domain.event_filters import is_operational, matches_any
 from edgecron.domain.events import Event
-from edgecron.domain.vocabulary import FanoutStatus, OperationalEvent, Source
+from edgecron.domain.vocabulary import OperationalEvent, Source
 from edgecron.observability import logger
 
 
@@ -76,18 +74,7 @@ def publish(
             return None
         if not has_subscriber(app_id, name):
             return None
-        event = Event(
-            app_id=app_id,
-            event_id=ids.new_id("evt", now_ms),
-            name=str(name),
-            payload={**data, "occurred_at": iso_ms(now_ms)},
-            idempotency_key=None,
-            fanout_status=FanoutStatus.PENDING,
-            matched_count=0,
-            page_count=0,
-            created_at=now_ms,
-            expires_at=expires_at_s(now_ms),
-        )
+        event = event_data.new_event(app_id, str(name), {**data, "occurred_at": iso_ms(now_ms)}, now_ms)
         event_data.put_new(event)
         send_fanout(event.event_id, app_id)
         return event

@@ -75,6 +75,7 @@ class Schedule(TypedDict, total=False):
     missed_policy: str
     retry_policy_id: str | None
     status: str
+    pause_reason: str | None
     consecutive_failures: int
     next_fire_time: str | None
     last_fire_time: str | None

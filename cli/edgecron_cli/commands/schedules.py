@@ -46,6 +46,7 @@ FIELDS: list[output.Column] = [
     ("missed_policy", "missed_policy"),
     ("retry_policy_id", "retry_policy_id"),
     ("status", "status"),
+    ("pause_reason", "pause_reason"),
     ("consecutive_failures", "consecutive_failures"),
     ("next_fire_time", "next_fire_time"),
     ("last_fire_time", "last_fire_time"),
@@ -172,9 +173,15 @@ def update(
 
 
 @app.command("pause")
-def pause(schedule_id: ScheduleId, json_flag: JsonFlag = False) -> None:
+def pause(
+    schedule_id: ScheduleId,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (up to 500 characters), shown until resumed.")
+    ] = None,
+    json_flag: JsonFlag = False,
+) -> None:
     """Pause a Schedule (its dispatched fires and pending retries are cancelled)."""
-    show_one(client().schedules.pause(schedule_id), FIELDS, json_flag=json_flag)
+    show_one(client().schedules.pause(schedule_id, reason=reason), FIELDS, json_flag=json_flag)
 
 
 @app.command("resume")

@@ -171,6 +171,7 @@ def schedule_out(s: Any, preview: Sequence[int] | None = None) -> ScheduleOut:
         missed_policy=MissedPolicy(s.missed_policy),
         retry_policy_id=s.retry_policy_id,
         status=ScheduleStatus(s.status),
+        pause_reason=s.pause_reason if s.status == ScheduleStatus.PAUSED else None,
         consecutive_failures=int(s.consecutive_failures or 0),
         next_fire_time=iso_ms(s.next_fire_at),
         last_fire_time=iso_ms(s.last_fire_at),

@@ -3,7 +3,7 @@ index holds exactly what the scan may have to dispatch; every move of `next_fire
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
@@ -94,9 +94,15 @@ def advance(
 
 
 def record_outcome(
-    app_id: str, schedule_id: str, failed: bool, pause_after: int, now_ms: int
+    app_id: str,
+    schedule_id: str,
+    failed: bool,
+    pause_after: int,
+    now_ms: int,
+    pause_reason: Callable[[int], str] | None = None,
 ) -> tuple[int, bool]:
-    """Count a settled fire: success resets, failure adds one and pauses at `pause_after`.
+    """Count a settled fire: success resets, failure adds one and pauses at `pause_after`, storing
+    `pause_reason(failures)` as the schedule's pause reason.
     Returns (consecutive_failures, paused_now). Atomic conditional updates, no read-modify-write."""
     schedule = M(app_id=app_id, schedule_id=schedule_id)
     if not failed:
@@ -119,6 +125,7 @@ def record_outcome(
             M.due_shard.remove(),
             M.version.add(1),
             M.updated_at.set(now_ms),
+            *([M.pause_reason.set(pause_reason(failures))] if pause_reason is not None else []),
         ],
         (M.status == ScheduleStatus.ACTIVE) & (M.consecutive_failures >= pause_after),
     )

@@ -44,6 +44,15 @@ class ScheduleUpdate(Strict):
     status: Annotated[ScheduleStatus, FromText] | None = None
 
 
+PAUSE_REASON_MAX = 500
+
+
+class PauseRequest(Strict):
+    reason: Annotated[str, StringConstraints(max_length=PAUSE_REASON_MAX)] | None = Field(
+        default=None, description="why the schedule is paused (shown as pause_reason until resumed)"
+    )
+
+
 class ScheduleOut(BaseModel):
     id: str
     name: str | None
@@ -55,6 +64,7 @@ class ScheduleOut(BaseModel):
     missed_policy: MissedPolicy
     retry_policy_id: str | None
     status: ScheduleStatus
+    pause_reason: str | None = Field(description="why it is paused; null when it is not")
     consecutive_failures: int
     next_fire_time: str | None
     last_fire_time: str | None

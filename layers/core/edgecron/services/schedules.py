@@ -167,18 +167,25 @@ def still_fires_at(schedule: ScheduleModel, fire_at_ms: int) -> bool:
     return nxt is not None and clock.to_ms(nxt) == fire_at_ms
 
 
-def pause(app_id: str, schedule_id: str, now: datetime) -> ScheduleModel:
-    """Stop firing; cancel fires dispatched ahead and pending retries (resume will not bring them back)."""
-    return _stop(app_id, schedule_id, now, "schedule paused")
+def pause(app_id: str, schedule_id: str, now: datetime, reason: str | None = None) -> ScheduleModel:
+    """Stop firing; cancel fires dispatched ahead and pending retries (resume will not bring them back).
+    `reason` is kept on the schedule until it is resumed; pausing a paused schedule with a new
+    reason replaces it."""
+    return _stop(app_id, schedule_id, now, "schedule paused", pause_reason=reason)
 
 
-def _stop(app_id: str, schedule_id: str, now: datetime, reason: str) -> ScheduleModel:
+def _stop(
+    app_id: str, schedule_id: str, now: datetime, reason: str, *, pause_reason: str | None = None
+) -> ScheduleModel:
     """PAUSED first (no scan dispatches it any more), then cancel its open Fires; an already paused
     schedule is cancelled again, so a retried pause or delete finishes what a crashed one began."""
     for _ in range(5):
         schedule = get(app_id, schedule_id)
-        if schedule.status != ScheduleStatus.PAUSED:
+        paused = schedule.status == ScheduleStatus.PAUSED
+        if not paused or (pause_reason is not None and pause_reason != schedule.pause_reason):
             version = int(schedule.version)
+            if not paused or pause_reason is not None:
+                schedule.pause_reason = pause_reason
             schedule.status = ScheduleStatus.PAUSED
             schedule.version = version + 1
             schedule.updated_at = clock.to_ms(now)
@@ -197,6 +204,7 @@ def resume(app_id: str, schedule_id: str, now: datetime) -> ScheduleModel:
             return schedule
         version = int(schedule.version)
         schedule.status = ScheduleStatus.ACTIVE
+        schedule.pause_reason = None
         schedule.consecutive_failures = 0
         if schedule.cron is None and schedule.at is not None and schedule.at < clock.to_ms(now):
             schedule.next_fire_at = None  # a one-time schedule whose time passed while paused

@@ -14,7 +14,14 @@ from edgecron.api.context import current_app_id
 from edgecron.api.idempotency import IdempotencyKey, run_once
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor
 from edgecron.api.responses import docs
-from edgecron.schemas.schedules import FireList, ScheduleCreate, ScheduleOut, SchedulePage, ScheduleUpdate
+from edgecron.schemas.schedules import (
+    FireList,
+    PauseRequest,
+    ScheduleCreate,
+    ScheduleOut,
+    SchedulePage,
+    ScheduleUpdate,
+)
 from edgecron.services import schedule_history as history
 from edgecron.services import schedules as service
 
@@ -90,8 +97,9 @@ def delete_schedule(schedule_id: str) -> Response[str]:
     tags=TAGS,
     responses=docs(200, ScheduleOut, 404, 409),
 )
-def pause_schedule(schedule_id: str) -> ScheduleOut:
-    return mappers.schedule_out(service.pause(current_app_id(), schedule_id, clock.now()))
+def pause_schedule(schedule_id: str, body: PauseRequest | None = None) -> ScheduleOut:
+    reason = body.reason if body is not None else None
+    return mappers.schedule_out(service.pause(current_app_id(), schedule_id, clock.now(), reason))
 
 
 @router.post(

@@ -1,0 +1,110 @@
+"""Schedule controls: a pause keeps its reason until resumed (an auto-pause records the failures
+and the last error), validated strictly."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from edgecron import clock
+from edgecron.data import schedules as schedule_data
+from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.receiver import Receiver, Reply
+from tests.integration.conftest import Pump, new_app
+
+T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def fixed() -> clock.FixedClock:
+    c = clock.FixedClock(T0)
+    clock.set_clock(c)
+    return c
+
+
+def endpoint(key: str, url: str, **extra: Any) -> str:
+    resp = call_api("POST", "/v1/endpoints", key=key, body={"url": url, **extra})
+    assert resp.status == 201, resp.body
+    return str(resp.body["id"])
+
+
+def schedule(key: str, **body: Any) -> dict[str, Any]:
+    resp = call_api("POST", "/v1/schedules", key=key, body=body)
+    assert resp.status == 201, resp.body
+    return dict(resp.body)
+
+
+def test_a_pause_keeps_its_reason_until_resume(fixed: clock.FixedClock) -> None:
+    app_id, app_key = new_app("pause-reason")
+    s = schedule(app_key, cron="0 3 * * *")
+    assert s["pause_reason"] is None
+    paused = call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key, body={"reason": "maintenance"})
+    assert paused.status == 200, paused.body
+    assert paused.body["status"] == "PAUSED" and paused.body["pause_reason"] == "maintenance"
+    got = call_api("GET", f"/v1/schedules/{s['id']}", key=app_key).body
+    assert got["pause_reason"] == "maintenance"
+    again = call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key, body={"reason": "db move"})
+    assert again.body["pause_reason"] == "db move"
+    kept = call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key)  # no body: the reason stays
+    assert kept.status == 200 and kept.body["pause_reason"] == "db move"
+    resumed = call_api("POST", f"/v1/schedules/{s['id']}/resume", key=app_key).body
+    assert resumed["status"] == "ACTIVE" and resumed["pause_reason"] is None
+    stored = schedule_data.get(app_id, s["id"])
+    assert stored is not None and stored.pause_reason is None
+    bare = call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key)
+    assert bare.status == 200 and bare.body["status"] == "PAUSED" and bare.body["pause_reason"] is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"reason": "x" * 501}, {"reason": 7}, {"why": "typo"}, {"reason": "ok", "extra": 1}],
+)
+def test_a_bad_pause_body_is_a_400_and_leaves_the_schedule_active(app_key: str, body: dict[str, Any]) -> None:
+    s = schedule(app_key, cron="0 3 * * *")
+    resp = call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key, body=body)
+    assert resp.status == 400, resp.body
+    assert set(resp.body["error"]) >= {"code", "message", "field"}
+    got = call_api("GET", f"/v1/schedules/{s['id']}", key=app_key).body
+    assert got["status"] == "ACTIVE" and got["pause_reason"] is None
+
+
+def test_a_reason_of_500_characters_is_kept_whole(app_key: str) -> None:
+    s = schedule(app_key, cron="0 3 * * *")
+    reason = "é" * 500
+    resp = call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key, body={"reason": reason})
+    assert resp.status == 200 and resp.body["pause_reason"] == reason
+
+
+def test_an_auto_pause_records_the_failures_and_last_error_as_its_reason(
+    receiver: Receiver, pump: Pump, fixed: clock.FixedClock
+) -> None:
+    _, key = new_app("pause-reason")
+    receiver.script("/fail", Reply(503))
+    policy = call_api("POST", "/v1/retry-policies", key=key, body={"max_attempts": 1}).body["id"]
+    ep = endpoint(key, receiver.url("/fail"), retry_policy_id=policy)
+    ops = endpoint(key, receiver.url("/ops"), filter_events=["edgecron.schedule.*"])
+    fixed.set(T0 - timedelta(minutes=2))
+    s = schedule(key, cron="0 1,3,5 12 * * *", endpoint_ids=[ep], name="nightly")
+    for minute in (1, 3, 5):
+        fixed.set(T0.replace(minute=minute))
+        invoke("scan", {"detail": {}})
+        pump.deliveries()
+    for _ in range(3):  # the operational event is an Event fanned out to its Endpoint
+        while pump.once("FanoutQueue", "fanout", batch=1):
+            pass
+        pump.deliveries()
+    got = call_api("GET", f"/v1/schedules/{s['id']}", key=key).body
+    assert got["status"] == "PAUSED"
+    reason = got["pause_reason"]
+    assert reason.startswith("3 fires in a row failed: ") and "503" in reason
+    notes = call_api("GET", "/v1/notifications", key=key).body["data"]
+    assert notes[0]["kind"] == "SCHEDULE_AUTO_PAUSED" and notes[0]["data"]["pause_reason"] == reason
+    events = [json.loads(r.body) for r in receiver.received("/ops")]
+    assert [e["type"] for e in events] == ["edgecron.schedule.paused"]
+    assert events[0]["data"]["pause_reason"] == reason
+    assert ops
+    resumed = call_api("POST", f"/v1/schedules/{s['id']}/resume", key=key).body
+    assert resumed["pause_reason"] is None

@@ -205,6 +205,10 @@ class Schedules(_Listing[Schedule]):
         body = {"reason": reason} if reason is not None else None
         return cast(Schedule, self._post(f"{self.path}/{schedule_id}/pause", body))
 
+    def trigger(self, schedule_id: str) -> Fire:
+        """One manual Fire now (`manual: true`); a paused or ended Schedule answers 409."""
+        return cast(Fire, self._post(f"{self.path}/{schedule_id}/trigger"))
+
     def resume(self, schedule_id: str) -> Schedule:
         return cast(Schedule, self._post(f"{self.path}/{schedule_id}/resume"))
 

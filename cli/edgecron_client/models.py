@@ -97,6 +97,7 @@ class FireRun(TypedDict, total=False):
 
 class Fire(TypedDict, total=False):
     fire_time: str
+    manual: bool
     status: str
     started_at: str | None
     finished_at: str | None

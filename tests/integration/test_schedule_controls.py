@@ -108,3 +108,97 @@ def test_an_auto_pause_records_the_failures_and_last_error_as_its_reason(
     assert ops
     resumed = call_api("POST", f"/v1/schedules/{s['id']}/resume", key=key).body
     assert resumed["pause_reason"] is None
+
+
+def fire_times(key: str, schedule_id: str) -> list[tuple[str, bool]]:
+    body = call_api("GET", f"/v1/schedules/{schedule_id}/fires", key=key, query={"limit": "50"}).body
+    return [(f["fire_time"], f["manual"]) for f in body["data"]]
+
+
+def test_a_trigger_fires_once_now_without_moving_the_schedule(
+    receiver: Receiver, pump: Pump, fixed: clock.FixedClock
+) -> None:
+    _, key = new_app("trigger")
+    ep = endpoint(key, receiver.url("/t"))
+    s = schedule(key, cron="0 3 * * *", endpoint_ids=[ep], payload={"job": "report"})
+    fixed.set(T0 + timedelta(milliseconds=250))
+    resp = call_api("POST", f"/v1/schedules/{s['id']}/trigger", key=key)
+    assert resp.status == 201, resp.body
+    assert resp.body["manual"] is True and resp.body["fire_time"] == "2026-06-01T12:00:00.250Z"
+    assert [r["endpoint_id"] for r in resp.body["runs"]] == [ep]
+    assert pump.deliveries() == 1
+    got = receiver.received("/t")
+    assert len(got) == 1 and json.loads(got[0].body) == {"job": "report"}
+    after = call_api("GET", f"/v1/schedules/{s['id']}", key=key).body
+    assert after["next_fire_time"] == s["next_fire_time"] and after["status"] == "ACTIVE"
+    history = call_api("GET", f"/v1/schedules/{s['id']}/fires", key=key).body["data"]
+    assert [(f["fire_time"], f["manual"], f["status"]) for f in history] == [
+        ("2026-06-01T12:00:00.250Z", True, "COMPLETED")
+    ]
+
+
+def test_two_triggers_in_one_millisecond_are_two_fires_and_none_lands_on_a_cron_time(
+    receiver: Receiver, pump: Pump, fixed: clock.FixedClock
+) -> None:
+    _, key = new_app("trigger-twice")
+    ep = endpoint(key, receiver.url("/t"))
+    fixed.set(T0 - timedelta(seconds=30))
+    s = schedule(key, cron="* * * * * *", endpoint_ids=[ep])  # every second: 12:00:00.000 is a cron time
+    fixed.set(T0)
+    first = call_api("POST", f"/v1/schedules/{s['id']}/trigger", key=key).body
+    second = call_api("POST", f"/v1/schedules/{s['id']}/trigger", key=key).body
+    assert first["fire_time"] == "2026-06-01T12:00:00.001Z"
+    assert second["fire_time"] == "2026-06-01T12:00:00.002Z"
+    manual = [t for t, is_manual in fire_times(key, s["id"]) if is_manual]
+    assert sorted(manual) == ["2026-06-01T12:00:00.001Z", "2026-06-01T12:00:00.002Z"]
+    cron_fires = [t for t, is_manual in fire_times(key, s["id"]) if not is_manual]
+    assert cron_fires and all(t.endswith(".000Z") for t in cron_fires)
+    assert {r["id"] for r in first["runs"]}.isdisjoint({r["id"] for r in second["runs"]})
+
+
+def test_a_paused_or_unknown_schedule_cannot_be_triggered(fixed: clock.FixedClock) -> None:
+    app_id, key = new_app("trigger-paused")
+    s = schedule(key, cron="0 3 * * *")
+    call_api("POST", f"/v1/schedules/{s['id']}/pause", key=key)
+    paused = call_api("POST", f"/v1/schedules/{s['id']}/trigger", key=key)
+    assert paused.status == 409 and paused.body["error"]["field"] == "id"
+    assert call_api("GET", f"/v1/schedules/{s['id']}/fires", key=key).body["data"] == []
+    missing = call_api("POST", "/v1/schedules/sch_nope/trigger", key=key)
+    assert missing.status == 404
+    assert schedule_data.get(app_id, s["id"]) is not None
+
+
+def test_failed_triggers_count_toward_auto_pause(
+    receiver: Receiver, pump: Pump, fixed: clock.FixedClock
+) -> None:
+    _, key = new_app("trigger-fails")
+    receiver.script("/down", Reply(500))
+    policy = call_api("POST", "/v1/retry-policies", key=key, body={"max_attempts": 1}).body["id"]
+    ep = endpoint(key, receiver.url("/down"), retry_policy_id=policy)
+    s = schedule(key, cron="0 3 * * *", endpoint_ids=[ep])
+    for i in range(3):
+        fixed.set(T0 + timedelta(seconds=i, milliseconds=5))
+        assert call_api("POST", f"/v1/schedules/{s['id']}/trigger", key=key).status == 201
+        pump.deliveries()
+    got = call_api("GET", f"/v1/schedules/{s['id']}", key=key).body
+    assert got["status"] == "PAUSED" and got["pause_reason"].startswith("3 fires in a row failed: ")
+    assert call_api("POST", f"/v1/schedules/{s['id']}/trigger", key=key).status == 409
+
+
+def test_a_trigger_of_a_schedule_bound_to_every_endpoint_reaches_each(
+    receiver: Receiver, pump: Pump, fixed: clock.FixedClock
+) -> None:
+    _, key = new_app("trigger-broadcast")
+    endpoint(key, receiver.url("/a"))
+    endpoint(key, receiver.url("/b"))
+    s = schedule(key, cron="0 3 * * *")
+    fixed.set(T0 + timedelta(milliseconds=7))
+    resp = call_api("POST", f"/v1/schedules/{s['id']}/trigger", key=key)
+    assert resp.status == 201 and resp.body["manual"] is True
+    for _ in range(3):
+        while pump.once("FanoutQueue", "fanout", batch=1):
+            pass
+        pump.deliveries()
+    assert len(receiver.received("/a")) == 1 and len(receiver.received("/b")) == 1
+    history = call_api("GET", f"/v1/schedules/{s['id']}/fires", key=key).body["data"]
+    assert [(f["manual"], f["status"]) for f in history] == [(True, "COMPLETED")]

@@ -57,6 +57,7 @@ FIELDS: list[output.Column] = [
 ]
 FIRE_COLUMNS: list[output.Column] = [
     ("fire_time", "fire_time"),
+    ("manual", "manual"),
     ("status", "status"),
     ("duration_ms", "duration_ms"),
     ("runs", lambda f: [f"{r['id']} {r['status']}" for r in f.get("runs", [])]),
@@ -182,6 +183,12 @@ def pause(
 ) -> None:
     """Pause a Schedule (its dispatched fires and pending retries are cancelled)."""
     show_one(client().schedules.pause(schedule_id, reason=reason), FIELDS, json_flag=json_flag)
+
+
+@app.command("trigger")
+def trigger(schedule_id: ScheduleId, json_flag: JsonFlag = False) -> None:
+    """Fire a Schedule once now, outside its cron times (its next fire time does not move)."""
+    show_one(client().schedules.trigger(schedule_id), FIRE_COLUMNS, json_flag=json_flag)
 
 
 @app.command("resume")

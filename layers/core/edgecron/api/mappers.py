@@ -187,6 +187,7 @@ def fire_out(f: Fire, runs: Mapping[str, Any], now_ms: int) -> FireOut:
     """A Fire with its runs; a SCHEDULED fire already started and due reads as RUNNING."""
     return FireOut(
         fire_time=iso_ms(f.fire_at) or "",
+        manual=f.manual,
         status=f.shown_status(now_ms),
         started_at=iso_ms(f.started_at),
         finished_at=iso_ms(f.finished_at),

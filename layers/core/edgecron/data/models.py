@@ -191,6 +191,7 @@ class FireModel(Model):
     finished_at = NumberAttribute(null=True)
     error = UnicodeAttribute(null=True)
     counted = BooleanAttribute(default=False)
+    manual = BooleanAttribute(null=True)  # triggered by hand, outside the cron times
     expires_at = NumberAttribute(null=True)
     open_fires = OpenFiresIndex()
 

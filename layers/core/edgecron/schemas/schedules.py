@@ -94,6 +94,7 @@ class FireRunOut(BaseModel):
 
 class FireOut(BaseModel):
     fire_time: str
+    manual: bool = Field(description="triggered by hand (POST .../trigger), not at a cron time")
     status: FireStatus
     started_at: str | None
     finished_at: str | None

@@ -11,7 +11,7 @@ from edgecron import clock, ids
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import retry_policies as policy_data
 from edgecron.data import schedules as data
-from edgecron.data.models import ScheduleModel
+from edgecron.data.models import FireModel, ScheduleModel
 from edgecron.data.queues import send_schedule_dispatch
 from edgecron.domain import cron
 from edgecron.domain.vocabulary import ScheduleStatus
@@ -216,6 +216,25 @@ def resume(app_id: str, schedule_id: str, now: datetime) -> ScheduleModel:
             kick(schedule, now)
             return schedule
     raise Conflict("the schedule is changing concurrently; try again", "id")
+
+
+def trigger(app_id: str, schedule_id: str, now: datetime) -> FireModel:
+    """Fire once now, outside the cron times: the schedule's next fire time stays where it is, and
+    the Fire counts toward auto-pause like any other. A paused or ended schedule does not fire."""
+    schedule = get(app_id, schedule_id)
+    _check_can_fire(schedule)
+    fire = fire_dispatch.trigger_fire(schedule, clock.to_ms(now))
+    if fire is None:  # paused or deleted between the two reads
+        _check_can_fire(get(app_id, schedule_id))
+        raise Conflict("the schedule is changing concurrently; try again", "id")
+    return fire
+
+
+def _check_can_fire(schedule: ScheduleModel) -> None:
+    if schedule.status != ScheduleStatus.ACTIVE:
+        raise Conflict(f"schedule {schedule.schedule_id} is {schedule.status}: resume it first", "id")
+    if schedule.finished:
+        raise Conflict(f"schedule {schedule.schedule_id} has ended", "id")
 
 
 def delete(app_id: str, schedule_id: str, now: datetime) -> None:

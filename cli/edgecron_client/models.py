@@ -79,6 +79,8 @@ class Schedule(TypedDict, total=False):
     consecutive_failures: int
     next_fire_time: str | None
     last_fire_time: str | None
+    start_at: str | None
+    end_at: str | None
     finished: bool
     missed_left_out: int
     created_at: str

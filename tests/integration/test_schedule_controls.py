@@ -202,3 +202,89 @@ def test_a_trigger_of_a_schedule_bound_to_every_endpoint_reaches_each(
     assert len(receiver.received("/a")) == 1 and len(receiver.received("/b")) == 1
     history = call_api("GET", f"/v1/schedules/{s['id']}/fires", key=key).body["data"]
     assert [(f["manual"], f["status"]) for f in history] == [(True, "COMPLETED")]
+
+
+def scan_at(fixed: clock.FixedClock, when: datetime, pump: Pump) -> None:
+    fixed.set(when)
+    invoke("scan", {"detail": {}})
+    pump.deliveries()
+
+
+def iso(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def test_a_window_fires_nothing_before_start_at_nor_after_end_at_then_ends(
+    receiver: Receiver, pump: Pump, fixed: clock.FixedClock
+) -> None:
+    _, key = new_app("window")
+    ep = endpoint(key, receiver.url("/w"))
+    start, end = T0 + timedelta(minutes=2), T0 + timedelta(minutes=4, seconds=30)
+    s = schedule(key, cron="* * * * *", endpoint_ids=[ep], start_at=start.isoformat(), end_at=end.isoformat())
+    assert s["next_fire_time"] == iso(start) and s["start_at"] == iso(start) and s["end_at"] == iso(end)
+    for minute in range(0, 7):
+        scan_at(fixed, T0 + timedelta(minutes=minute), pump)
+    times = sorted(t for t, _ in fire_times(key, s["id"]))
+    assert times == [iso(T0 + timedelta(minutes=m)) for m in (2, 3, 4)]
+    history = call_api("GET", f"/v1/schedules/{s['id']}/fires", key=key).body["data"]
+    assert [len(f["runs"]) for f in history] == [1, 1, 1]  # dispatched ahead: each sent with its delay
+    got = call_api("GET", f"/v1/schedules/{s['id']}", key=key).body
+    assert got["status"] == "ENDED" and got["next_fire_time"] is None
+    assert call_api("POST", f"/v1/schedules/{s['id']}/trigger", key=key).status == 409
+    later = T0 + timedelta(minutes=9, seconds=30)
+    patched = call_api("PATCH", f"/v1/schedules/{s['id']}", key=key, body={"end_at": later.isoformat()})
+    assert patched.status == 200, patched.body
+    assert patched.body["status"] == "ACTIVE"  # and its next fire, 12:07, was dispatched ahead at once
+    assert patched.body["next_fire_time"] == iso(T0 + timedelta(minutes=8))
+    assert iso(T0 + timedelta(minutes=7)) in [t for t, _ in fire_times(key, s["id"])]
+
+
+def test_catch_up_after_an_outage_stays_inside_the_window(
+    receiver: Receiver, pump: Pump, fixed: clock.FixedClock
+) -> None:
+    _, key = new_app("window-outage")
+    ep = endpoint(key, receiver.url("/o"))
+    end = T0 + timedelta(minutes=3)
+    s = schedule(key, cron="* * * * *", endpoint_ids=[ep], end_at=end.isoformat())
+    scan_at(fixed, T0 + timedelta(minutes=20), pump)  # nothing ran from 12:01 to 12:20
+    pump.deliveries()
+    times = sorted(t for t, _ in fire_times(key, s["id"]))
+    assert times and max(times) <= iso(end)
+    assert len(receiver.received("/o")) == 1  # RUN_ONCE: the latest missed time inside the window
+    got = call_api("GET", f"/v1/schedules/{s['id']}", key=key).body
+    assert got["status"] == "ENDED" and got["next_fire_time"] is None
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (
+            {"cron": "* * * * *", "start_at": "2026-06-02T00:00:00Z", "end_at": "2026-06-01T00:00:00Z"},
+            "end_at",
+        ),
+        (
+            {"cron": "* * * * *", "start_at": "2026-06-02T00:00:00Z", "end_at": "2026-06-02T00:00:00Z"},
+            "end_at",
+        ),
+        ({"cron": "* * * * *", "end_at": "tomorrow"}, "end_at"),
+        ({"cron": "* * * * *", "status": "ENDED"}, "status"),
+        ({"at": "2026-06-03T00:00:00Z", "end_at": "2026-06-02T00:00:00Z"}, "at"),
+    ],
+)
+def test_a_bad_window_is_a_400_and_stores_nothing(
+    body: dict[str, Any], field: str, fixed: clock.FixedClock
+) -> None:
+    _, key = new_app("bad-window")
+    resp = call_api("POST", "/v1/schedules", key=key, body=body)
+    assert resp.status == 400, resp.body
+    assert resp.body["error"]["field"].endswith(field)
+    assert call_api("GET", "/v1/schedules", key=key).body["data"] == []
+
+
+def test_a_patch_that_inverts_the_window_is_a_400_and_changes_nothing(fixed: clock.FixedClock) -> None:
+    _, key = new_app("bad-window-patch")
+    s = schedule(key, cron="0 3 * * *", end_at="2026-07-01T00:00:00Z")
+    resp = call_api("PATCH", f"/v1/schedules/{s['id']}", key=key, body={"start_at": "2026-08-01T00:00:00Z"})
+    assert resp.status == 400 and resp.body["error"]["field"] == "end_at"
+    got = call_api("GET", f"/v1/schedules/{s['id']}", key=key).body
+    assert got["start_at"] is None and got["end_at"] == "2026-07-01T00:00:00.000Z"

@@ -50,6 +50,8 @@ FIELDS: list[output.Column] = [
     ("consecutive_failures", "consecutive_failures"),
     ("next_fire_time", "next_fire_time"),
     ("last_fire_time", "last_fire_time"),
+    ("start_at", "start_at"),
+    ("end_at", "end_at"),
     ("finished", "finished"),
     ("missed_left_out", "missed_left_out"),
     ("created_at", "created_at"),
@@ -77,6 +79,8 @@ RetryPolicy = Annotated[
     str | None, typer.Option("--retry-policy", help="Retry Policy overriding the Endpoints' own.")
 ]
 ScheduleId = Annotated[str, typer.Argument(help="Schedule id.")]
+StartAt = Annotated[str | None, typer.Option("--start-at", help="No fire before this time (RFC 3339).")]
+EndAt = Annotated[str | None, typer.Option("--end-at", help="No fire after this time (RFC 3339).")]
 
 
 @app.command("create")
@@ -89,6 +93,8 @@ def create(
     payload: Payload = None,
     missed_policy: MissedPolicy = None,
     retry_policy: RetryPolicy = None,
+    start_at: StartAt = None,
+    end_at: EndAt = None,
     paused: Annotated[bool, typer.Option("--paused", help="Create it PAUSED.")] = False,
     idempotency_key: IdempotencyKey = None,
     json_flag: JsonFlag = False,
@@ -104,6 +110,8 @@ def create(
         "endpoint_ids": endpoint,
         "missed_policy": missed_policy.upper() if missed_policy else None,
         "retry_policy_id": retry_policy,
+        "start_at": start_at,
+        "end_at": end_at,
     }
     body: dict[str, Any] = {k: v for k, v in optional.items() if v is not None}
     if payload is not None:
@@ -149,6 +157,8 @@ def update(
     no_retry_policy: Annotated[
         bool, typer.Option("--no-retry-policy", help="Drop the override: use the Endpoints' policy.")
     ] = False,
+    start_at: StartAt = None,
+    end_at: EndAt = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Change a Schedule; only the flags given are sent (PATCH). Use pause/resume for its status."""
@@ -160,6 +170,8 @@ def update(
         "endpoint_ids": endpoint,
         "missed_policy": missed_policy.upper() if missed_policy else None,
         "retry_policy_id": retry_policy,
+        "start_at": start_at,
+        "end_at": end_at,
     }
     changes: dict[str, Any] = {k: v for k, v in optional.items() if v is not None}
     if payload is not None:

@@ -146,7 +146,11 @@ class ScheduleModel(Model):
     missed_policy = UnicodeAttribute(default="RUN_ONCE")
     retry_policy_id = UnicodeAttribute(null=True)
     consecutive_failures = NumberAttribute(default=0)
-    pause_reason = UnicodeAttribute(null=True)  # why it was paused (by a user or by failures)
+    pause_reason = UnicodeAttribute(null=True)
+    start_at = NumberAttribute(null=True)  # no fire before this time (ms)
+    end_at = NumberAttribute(
+        null=True
+    )  # no fire after this time (ms); past it the schedule is ENDED  # why it was paused (by a user or by failures)
     next_fire_at = NumberAttribute(null=True)
     due_shard = UnicodeAttribute(null=True)
     finished = BooleanAttribute(default=False)

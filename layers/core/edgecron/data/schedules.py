@@ -87,10 +87,18 @@ def advance(
         *(extra or []),
     ]
     if next_ms is None:
-        actions += [M.next_fire_at.remove(), M.due_shard.remove()]
+        actions += [M.next_fire_at.remove(), M.due_shard.remove(), *_end_if_windowed(schedule)]
     else:
         actions += [M.next_fire_at.set(next_ms)]
     return update_if(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == ScheduleStatus.ACTIVE))
+
+
+def _end_if_windowed(schedule: ScheduleModel) -> list[Any]:
+    """A cron schedule with an end_at that has no fire time left is ENDED (a PATCH with a later
+    end_at makes it ACTIVE again)."""
+    if schedule.cron is not None and schedule.end_at is not None:
+        return [M.status.set(ScheduleStatus.ENDED)]
+    return []
 
 
 def record_outcome(
@@ -153,7 +161,7 @@ def catch_up_move(
     rows left out by the cap. Fails when a scan, another catch-up or a user edit moved it first."""
     actions: list[Any] = [M.updated_at.set(now_ms), M.version.add(1), M.missed_left_out.add(left_out)]
     if next_ms is None:
-        actions += [M.next_fire_at.remove(), M.due_shard.remove()]
+        actions += [M.next_fire_at.remove(), M.due_shard.remove(), *_end_if_windowed(schedule)]
     else:
         actions.append(M.next_fire_at.set(next_ms))
     if finish:

@@ -30,6 +30,8 @@ class ScheduleCreate(Strict):
     missed_policy: Annotated[MissedPolicy, FromText] = MissedPolicy.RUN_ONCE
     retry_policy_id: Id | None = Field(default=None, description="overrides the Endpoints' retry policy")
     status: Annotated[ScheduleStatus, FromText] = ScheduleStatus.ACTIVE
+    start_at: Rfc3339 | None = Field(default=None, description="no fire before this time (RFC 3339)")
+    end_at: Rfc3339 | None = Field(default=None, description="no fire after this time (RFC 3339)")
 
 
 class ScheduleUpdate(Strict):
@@ -42,6 +44,8 @@ class ScheduleUpdate(Strict):
     missed_policy: Annotated[MissedPolicy, FromText] | None = None
     retry_policy_id: Id | None = None
     status: Annotated[ScheduleStatus, FromText] | None = None
+    start_at: Rfc3339 | None = None
+    end_at: Rfc3339 | None = None
 
 
 PAUSE_REASON_MAX = 500
@@ -68,6 +72,8 @@ class ScheduleOut(BaseModel):
     consecutive_failures: int
     next_fire_time: str | None
     last_fire_time: str | None
+    start_at: str | None
+    end_at: str | None
     finished: bool
     missed_left_out: int
     created_at: str

@@ -52,7 +52,15 @@ def next_after_ms(schedule: ScheduleModel, after_ms: int) -> int | None:
     if spec is None:
         return None
     nxt = cron.next_fire(spec, clock.from_ms(after_ms))
-    return clock.to_ms(nxt) if nxt else None
+    return within_window(schedule, clock.to_ms(nxt) if nxt else None)
+
+
+def within_window(schedule: ScheduleModel, fire_at_ms: int | None) -> int | None:
+    """`fire_at_ms` if it lies inside the schedule's [start_at, end_at] window, else None (a time
+    before start_at is never passed: timing starts the search there)."""
+    if fire_at_ms is None or (schedule.end_at is not None and fire_at_ms > int(schedule.end_at)):
+        return None
+    return fire_at_ms
 
 
 def is_broadcast(schedule: ScheduleModel) -> bool:

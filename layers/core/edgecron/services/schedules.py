@@ -21,7 +21,7 @@ from edgecron.services import fire_dispatch, fire_pipeline
 from edgecron.services.retry_policies import DEFAULT_ID
 from edgecron.services.task_runs import check_payload
 
-_TIMING = {"cron", "at", "timezone"}
+_TIMING = {"cron", "at", "timezone", "start_at", "end_at"}
 
 
 def _spec(expression: str | None, timezone: str) -> cron.CronSpec | None:
@@ -57,15 +57,35 @@ def _check_refs(app_id: str, endpoint_ids: list[str] | None, retry_policy_id: st
 
 
 def _set_timing(schedule: ScheduleModel, now: datetime) -> None:
+    """The next fire time from now, inside the [start_at, end_at] window; a cron schedule with no
+    fire time left in it is ENDED, and an ENDED one given fire times again is ACTIVE."""
     spec = _spec(schedule.cron, schedule.timezone)
     at = clock.from_ms(schedule.at) if schedule.at is not None else None
-    schedule.next_fire_at = _first_fire_ms(spec, at, now)
+    start, end = schedule.start_at, schedule.end_at
+    if start is not None and end is not None and int(start) >= int(end):
+        raise ParamInvalid("start_at must be before end_at", "end_at")
+    if at is not None and (
+        (start is not None and schedule.at < start) or (end is not None and schedule.at > end)
+    ):
+        raise ParamInvalid("at lies outside the start_at/end_at window", "at")
+    search_from = now
+    if spec is not None and start is not None and int(start) - 1 > clock.to_ms(now):
+        search_from = clock.from_ms(int(start) - 1)  # the first fire time at or after start_at
+    first = _first_fire_ms(spec, at, search_from if spec is not None else now)
+    schedule.next_fire_at = fire_dispatch.within_window(schedule, first)
     schedule.finished = False
+    if spec is not None and end is not None and schedule.next_fire_at is None:
+        if schedule.status == ScheduleStatus.ACTIVE:
+            schedule.status = ScheduleStatus.ENDED
+    elif schedule.status == ScheduleStatus.ENDED:
+        schedule.status = ScheduleStatus.ACTIVE
 
 
 def create(app_id: str, req: ScheduleCreate, now: datetime, schedule_id: str | None = None) -> ScheduleModel:
     if (req.cron is None) == (req.at is None):
         raise ParamInvalid("give either cron or at", "cron")
+    if req.status == ScheduleStatus.ENDED:
+        raise ParamInvalid("a schedule ends at its end_at: create it ACTIVE or PAUSED", "status")
     check_payload(req.payload)
     _check_refs(app_id, req.endpoint_ids, req.retry_policy_id)
     now_ms = clock.to_ms(now)
@@ -81,6 +101,8 @@ def create(app_id: str, req: ScheduleCreate, now: datetime, schedule_id: str | N
         status=req.status,
         missed_policy=req.missed_policy,
         retry_policy_id=req.retry_policy_id,
+        start_at=clock.to_ms(req.start_at) if req.start_at else None,
+        end_at=clock.to_ms(req.end_at) if req.end_at else None,
         consecutive_failures=0,
         version=1,
         created_at=now_ms,
@@ -108,7 +130,8 @@ def preview(schedule: ScheduleModel, n: int) -> list[int]:
     if spec is None:
         return [first]
     rest = cron.next_fires(spec, clock.from_ms(first), n - 1)
-    return [first, *(clock.to_ms(t) for t in rest)]
+    times = [first, *(clock.to_ms(t) for t in rest)]
+    return [t for t in times if fire_dispatch.within_window(schedule, t) is not None]
 
 
 def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) -> ScheduleModel:
@@ -120,6 +143,8 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
         check_payload(changes["payload"])
     _check_refs(app_id, changes.get("endpoint_ids"), changes.get("retry_policy_id"))
     status = changes.pop("status", None)
+    if status == ScheduleStatus.ENDED:
+        raise ParamInvalid("a schedule ends at its end_at: give a later end_at to make it ACTIVE", "status")
     for _ in range(5):  # the scan may advance the schedule meanwhile: re-read and re-apply
         schedule = get(app_id, schedule_id)
         version = int(schedule.version)
@@ -133,6 +158,10 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
         for field in ("name", "timezone", "endpoint_ids", "payload", "missed_policy", "retry_policy_id"):
             if field in changes:
                 setattr(schedule, field, changes[field])
+        for field in ("start_at", "end_at"):
+            if field in changes:
+                value = changes[field]
+                setattr(schedule, field, clock.to_ms(value) if isinstance(value, datetime) else None)
         if _TIMING & changes.keys():
             _set_timing(schedule, now)
         schedule.version = version + 1
@@ -164,7 +193,12 @@ def still_fires_at(schedule: ScheduleModel, fire_at_ms: int) -> bool:
     if spec is None:
         return schedule.next_fire_at is not None and int(schedule.next_fire_at) == fire_at_ms
     nxt = cron.next_fire(spec, clock.from_ms(fire_at_ms - 1000))
-    return nxt is not None and clock.to_ms(nxt) == fire_at_ms
+    in_window = schedule.start_at is None or fire_at_ms >= int(schedule.start_at)
+    return (
+        in_window
+        and nxt is not None
+        and fire_dispatch.within_window(schedule, clock.to_ms(nxt)) == fire_at_ms
+    )
 
 
 def pause(app_id: str, schedule_id: str, now: datetime, reason: str | None = None) -> ScheduleModel:

@@ -200,8 +200,14 @@ class Schedules(_Listing[Schedule]):
     def delete(self, schedule_id: str) -> None:
         self._delete(f"{self.path}/{schedule_id}")
 
-    def pause(self, schedule_id: str) -> Schedule:
-        return cast(Schedule, self._post(f"{self.path}/{schedule_id}/pause"))
+    def pause(self, schedule_id: str, *, reason: str | None = None) -> Schedule:
+        """Pause; `reason` is shown as the Schedule's `pause_reason` until it is resumed."""
+        body = {"reason": reason} if reason is not None else None
+        return cast(Schedule, self._post(f"{self.path}/{schedule_id}/pause", body))
+
+    def trigger(self, schedule_id: str) -> Fire:
+        """One manual Fire now (`manual: true`); a paused or ended Schedule answers 409."""
+        return cast(Fire, self._post(f"{self.path}/{schedule_id}/trigger"))
 
     def resume(self, schedule_id: str) -> Schedule:
         return cast(Schedule, self._post(f"{self.path}/{schedule_id}/resume"))

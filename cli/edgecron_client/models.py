@@ -75,9 +75,12 @@ class Schedule(TypedDict, total=False):
     missed_policy: str
     retry_policy_id: str | None
     status: str
+    pause_reason: str | None
     consecutive_failures: int
     next_fire_time: str | None
     last_fire_time: str | None
+    start_at: str | None
+    end_at: str | None
     finished: bool
     missed_left_out: int
     created_at: str
@@ -96,6 +99,7 @@ class FireRun(TypedDict, total=False):
 
 class Fire(TypedDict, total=False):
     fire_time: str
+    manual: bool
     status: str
     started_at: str | None
     finished_at: str | None

@@ -46,9 +46,12 @@ FIELDS: list[output.Column] = [
     ("missed_policy", "missed_policy"),
     ("retry_policy_id", "retry_policy_id"),
     ("status", "status"),
+    ("pause_reason", "pause_reason"),
     ("consecutive_failures", "consecutive_failures"),
     ("next_fire_time", "next_fire_time"),
     ("last_fire_time", "last_fire_time"),
+    ("start_at", "start_at"),
+    ("end_at", "end_at"),
     ("finished", "finished"),
     ("missed_left_out", "missed_left_out"),
     ("created_at", "created_at"),
@@ -56,6 +59,7 @@ FIELDS: list[output.Column] = [
 ]
 FIRE_COLUMNS: list[output.Column] = [
     ("fire_time", "fire_time"),
+    ("manual", "manual"),
     ("status", "status"),
     ("duration_ms", "duration_ms"),
     ("runs", lambda f: [f"{r['id']} {r['status']}" for r in f.get("runs", [])]),
@@ -75,6 +79,8 @@ RetryPolicy = Annotated[
     str | None, typer.Option("--retry-policy", help="Retry Policy overriding the Endpoints' own.")
 ]
 ScheduleId = Annotated[str, typer.Argument(help="Schedule id.")]
+StartAt = Annotated[str | None, typer.Option("--start-at", help="No fire before this time (RFC 3339).")]
+EndAt = Annotated[str | None, typer.Option("--end-at", help="No fire after this time (RFC 3339).")]
 
 
 @app.command("create")
@@ -87,6 +93,8 @@ def create(
     payload: Payload = None,
     missed_policy: MissedPolicy = None,
     retry_policy: RetryPolicy = None,
+    start_at: StartAt = None,
+    end_at: EndAt = None,
     paused: Annotated[bool, typer.Option("--paused", help="Create it PAUSED.")] = False,
     idempotency_key: IdempotencyKey = None,
     json_flag: JsonFlag = False,
@@ -102,6 +110,8 @@ def create(
         "endpoint_ids": endpoint,
         "missed_policy": missed_policy.upper() if missed_policy else None,
         "retry_policy_id": retry_policy,
+        "start_at": start_at,
+        "end_at": end_at,
     }
     body: dict[str, Any] = {k: v for k, v in optional.items() if v is not None}
     if payload is not None:
@@ -147,6 +157,8 @@ def update(
     no_retry_policy: Annotated[
         bool, typer.Option("--no-retry-policy", help="Drop the override: use the Endpoints' policy.")
     ] = False,
+    start_at: StartAt = None,
+    end_at: EndAt = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Change a Schedule; only the flags given are sent (PATCH). Use pause/resume for its status."""
@@ -158,6 +170,8 @@ def update(
         "endpoint_ids": endpoint,
         "missed_policy": missed_policy.upper() if missed_policy else None,
         "retry_policy_id": retry_policy,
+        "start_at": start_at,
+        "end_at": end_at,
     }
     changes: dict[str, Any] = {k: v for k, v in optional.items() if v is not None}
     if payload is not None:
@@ -172,9 +186,21 @@ def update(
 
 
 @app.command("pause")
-def pause(schedule_id: ScheduleId, json_flag: JsonFlag = False) -> None:
+def pause(
+    schedule_id: ScheduleId,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (up to 500 characters), shown until resumed.")
+    ] = None,
+    json_flag: JsonFlag = False,
+) -> None:
     """Pause a Schedule (its dispatched fires and pending retries are cancelled)."""
-    show_one(client().schedules.pause(schedule_id), FIELDS, json_flag=json_flag)
+    show_one(client().schedules.pause(schedule_id, reason=reason), FIELDS, json_flag=json_flag)
+
+
+@app.command("trigger")
+def trigger(schedule_id: ScheduleId, json_flag: JsonFlag = False) -> None:
+    """Fire a Schedule once now, outside its cron times (its next fire time does not move)."""
+    show_one(client().schedules.trigger(schedule_id), FIRE_COLUMNS, json_flag=json_flag)
 
 
 @app.command("resume")

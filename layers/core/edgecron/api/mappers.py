@@ -171,9 +171,12 @@ def schedule_out(s: Any, preview: Sequence[int] | None = None) -> ScheduleOut:
         missed_policy=MissedPolicy(s.missed_policy),
         retry_policy_id=s.retry_policy_id,
         status=ScheduleStatus(s.status),
+        pause_reason=s.pause_reason if s.status == ScheduleStatus.PAUSED else None,
         consecutive_failures=int(s.consecutive_failures or 0),
         next_fire_time=iso_ms(s.next_fire_at),
         last_fire_time=iso_ms(s.last_fire_at),
+        start_at=iso_ms(s.start_at),
+        end_at=iso_ms(s.end_at),
         finished=bool(s.finished),
         missed_left_out=int(s.missed_left_out or 0),
         created_at=iso_ms(s.created_at) or "",
@@ -186,6 +189,7 @@ def fire_out(f: Fire, runs: Mapping[str, Any], now_ms: int) -> FireOut:
     """A Fire with its runs; a SCHEDULED fire already started and due reads as RUNNING."""
     return FireOut(
         fire_time=iso_ms(f.fire_at) or "",
+        manual=f.manual,
         status=f.shown_status(now_ms),
         started_at=iso_ms(f.started_at),
         finished_at=iso_ms(f.finished_at),

@@ -61,6 +61,7 @@ def create(
     status: str = SCHEDULED,
     error: str | None = None,
     paged: bool = False,
+    manual: bool = False,
 ) -> tuple[FireModel, bool]:
     """Create the Fire unless it exists (one conditional put: its key is the exactly-once anchor);
     returns (the stored Fire, created?). Whether the schedule may still fire at this time is the
@@ -85,6 +86,7 @@ def create(
         open_shard=open_shard(schedule_id) if is_open and paged else None,
         started_at=max(fire_at_ms, now_ms) if is_open and not paged else None,
         finished_at=None if is_open else now_ms,
+        manual=True if manual else None,
         expires_at=expires_at_s(now_ms),
     )
     if save_if(fire, M.fire_at.does_not_exist()):
@@ -101,6 +103,7 @@ def create(
             status=status,
             error=error,
             paged=paged,
+            manual=manual,
         )
     return existing, False
 
@@ -283,6 +286,7 @@ def entity(row: FireModel) -> Fire:
         started_at=None if row.started_at is None else int(row.started_at),
         finished_at=None if row.finished_at is None else int(row.finished_at),
         error=row.error,
+        manual=bool(row.manual),
     )
 
 

@@ -146,6 +146,11 @@ class ScheduleModel(Model):
     missed_policy = UnicodeAttribute(default="RUN_ONCE")
     retry_policy_id = UnicodeAttribute(null=True)
     consecutive_failures = NumberAttribute(default=0)
+    pause_reason = UnicodeAttribute(null=True)
+    start_at = NumberAttribute(null=True)  # no fire before this time (ms)
+    end_at = NumberAttribute(
+        null=True
+    )  # no fire after this time (ms); past it the schedule is ENDED  # why it was paused (by a user or by failures)
     next_fire_at = NumberAttribute(null=True)
     due_shard = UnicodeAttribute(null=True)
     finished = BooleanAttribute(default=False)
@@ -190,6 +195,7 @@ class FireModel(Model):
     finished_at = NumberAttribute(null=True)
     error = UnicodeAttribute(null=True)
     counted = BooleanAttribute(default=False)
+    manual = BooleanAttribute(null=True)  # triggered by hand, outside the cron times
     expires_at = NumberAttribute(null=True)
     open_fires = OpenFiresIndex()
 

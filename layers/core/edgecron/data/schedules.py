@@ -3,7 +3,7 @@ index holds exactly what the scan may have to dispatch; every move of `next_fire
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
@@ -87,16 +87,30 @@ def advance(
         *(extra or []),
     ]
     if next_ms is None:
-        actions += [M.next_fire_at.remove(), M.due_shard.remove()]
+        actions += [M.next_fire_at.remove(), M.due_shard.remove(), *_end_if_windowed(schedule)]
     else:
         actions += [M.next_fire_at.set(next_ms)]
     return update_if(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == ScheduleStatus.ACTIVE))
 
 
+def _end_if_windowed(schedule: ScheduleModel) -> list[Any]:
+    """A cron schedule with an end_at that has no fire time left is ENDED (a PATCH with a later
+    end_at makes it ACTIVE again)."""
+    if schedule.cron is not None and schedule.end_at is not None:
+        return [M.status.set(ScheduleStatus.ENDED)]
+    return []
+
+
 def record_outcome(
-    app_id: str, schedule_id: str, failed: bool, pause_after: int, now_ms: int
+    app_id: str,
+    schedule_id: str,
+    failed: bool,
+    pause_after: int,
+    now_ms: int,
+    pause_reason: Callable[[int], str] | None = None,
 ) -> tuple[int, bool]:
-    """Count a settled fire: success resets, failure adds one and pauses at `pause_after`.
+    """Count a settled fire: success resets, failure adds one and pauses at `pause_after`, storing
+    `pause_reason(failures)` as the schedule's pause reason.
     Returns (consecutive_failures, paused_now). Atomic conditional updates, no read-modify-write."""
     schedule = M(app_id=app_id, schedule_id=schedule_id)
     if not failed:
@@ -119,6 +133,7 @@ def record_outcome(
             M.due_shard.remove(),
             M.version.add(1),
             M.updated_at.set(now_ms),
+            *([M.pause_reason.set(pause_reason(failures))] if pause_reason is not None else []),
         ],
         (M.status == ScheduleStatus.ACTIVE) & (M.consecutive_failures >= pause_after),
     )
@@ -146,7 +161,7 @@ def catch_up_move(
     rows left out by the cap. Fails when a scan, another catch-up or a user edit moved it first."""
     actions: list[Any] = [M.updated_at.set(now_ms), M.version.add(1), M.missed_left_out.add(left_out)]
     if next_ms is None:
-        actions += [M.next_fire_at.remove(), M.due_shard.remove()]
+        actions += [M.next_fire_at.remove(), M.due_shard.remove(), *_end_if_windowed(schedule)]
     else:
         actions.append(M.next_fire_at.set(next_ms))
     if finish:

@@ -22,6 +22,7 @@ class Fire:
     started_at: int | None = None  # dispatched: its runs sent (a broadcast Fire: its last page recorded)
     finished_at: int | None = None
     error: str | None = None
+    manual: bool = False  # triggered by hand: its fire time is the trigger's, not a cron time
 
     def shown_status(self, now_ms: int) -> FireStatus:
         """The status a reader sees: a SCHEDULED Fire already dispatched and due is RUNNING."""

@@ -65,6 +65,7 @@ class ScheduleStatus(StrEnum):
 
     ACTIVE = "ACTIVE"
     PAUSED = "PAUSED"
+    ENDED = "ENDED"
 
 
 class MissedPolicy(StrEnum):

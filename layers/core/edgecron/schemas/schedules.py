@@ -30,6 +30,8 @@ class ScheduleCreate(Strict):
     missed_policy: Annotated[MissedPolicy, FromText] = MissedPolicy.RUN_ONCE
     retry_policy_id: Id | None = Field(default=None, description="overrides the Endpoints' retry policy")
     status: Annotated[ScheduleStatus, FromText] = ScheduleStatus.ACTIVE
+    start_at: Rfc3339 | None = Field(default=None, description="no fire before this time (RFC 3339)")
+    end_at: Rfc3339 | None = Field(default=None, description="no fire after this time (RFC 3339)")
 
 
 class ScheduleUpdate(Strict):
@@ -42,6 +44,17 @@ class ScheduleUpdate(Strict):
     missed_policy: Annotated[MissedPolicy, FromText] | None = None
     retry_policy_id: Id | None = None
     status: Annotated[ScheduleStatus, FromText] | None = None
+    start_at: Rfc3339 | None = None
+    end_at: Rfc3339 | None = None
+
+
+PAUSE_REASON_MAX = 500
+
+
+class PauseRequest(Strict):
+    reason: Annotated[str, StringConstraints(max_length=PAUSE_REASON_MAX)] | None = Field(
+        default=None, description="why the schedule is paused (shown as pause_reason until resumed)"
+    )
 
 
 class ScheduleOut(BaseModel):
@@ -55,9 +68,12 @@ class ScheduleOut(BaseModel):
     missed_policy: MissedPolicy
     retry_policy_id: str | None
     status: ScheduleStatus
+    pause_reason: str | None = Field(description="why it is paused; null when it is not")
     consecutive_failures: int
     next_fire_time: str | None
     last_fire_time: str | None
+    start_at: str | None
+    end_at: str | None
     finished: bool
     missed_left_out: int
     created_at: str
@@ -84,6 +100,7 @@ class FireRunOut(BaseModel):
 
 class FireOut(BaseModel):
     fire_time: str
+    manual: bool = Field(description="triggered by hand (POST .../trigger), not at a cron time")
     status: FireStatus
     started_at: str | None
     finished_at: str | None

@@ -52,7 +52,15 @@ def next_after_ms(schedule: ScheduleModel, after_ms: int) -> int | None:
     if spec is None:
         return None
     nxt = cron.next_fire(spec, clock.from_ms(after_ms))
-    return clock.to_ms(nxt) if nxt else None
+    return within_window(schedule, clock.to_ms(nxt) if nxt else None)
+
+
+def within_window(schedule: ScheduleModel, fire_at_ms: int | None) -> int | None:
+    """`fire_at_ms` if it lies inside the schedule's [start_at, end_at] window, else None (a time
+    before start_at is never passed: timing starts the search there)."""
+    if fire_at_ms is None or (schedule.end_at is not None and fire_at_ms > int(schedule.end_at)):
+        return None
+    return fire_at_ms
 
 
 def is_broadcast(schedule: ScheduleModel) -> bool:
@@ -110,6 +118,52 @@ def dispatch_fire(
     return _go_on(schedule, fire, created, now_ms)
 
 
+def trigger_fire(schedule: ScheduleModel, now_ms: int) -> FireModel | None:
+    """One manual Fire now, outside the cron times, which does not move the schedule. Its fire time
+    is the trigger's millisecond, never a whole second (every cron fire time is one), and the next
+    free millisecond when another trigger took it: the conditional put keeps two triggers apart.
+    None when the schedule, read fresh, is not ACTIVE."""
+    if not schedule_data.reload(schedule) or schedule.status != ScheduleStatus.ACTIVE:
+        return None
+    paged = is_broadcast(schedule)
+    endpoint_ids = [] if paged else list(schedule.endpoint_ids)
+    over_quota = quota.over_quota(schedule.app_id, now_ms)
+    status, error = (fire_data.FAILED, QUOTA_EXCEEDED) if over_quota else (fire_data.SCHEDULED, None)
+    fire_at_ms = now_ms
+    while True:
+        if fire_at_ms % 1000 == 0 or fire_at_ms == schedule.next_fire_at:
+            fire_at_ms += 1
+            continue
+        run_ids = (
+            [] if over_quota else [run_id_for(schedule.schedule_id, fire_at_ms, ep) for ep in endpoint_ids]
+        )
+        fire, created = fire_data.create(
+            schedule.schedule_id,
+            fire_at_ms,
+            schedule.app_id,
+            [] if over_quota else endpoint_ids,
+            run_ids,
+            now_ms,
+            status=status,
+            error=error,
+            paged=paged and not over_quota,
+            manual=True,
+        )
+        if created:
+            break
+        fire_at_ms += 1
+    if over_quota:
+        fires.after_settle(fire, fire_data.FAILED, now_ms, error)
+        return fire
+    count(FIRES)
+    usage.record_trigger(schedule.app_id, "schedule", now_ms)
+    if paged:
+        _fan_out(fire)
+    else:
+        _dispatch_listed(schedule, fire, True, now_ms)
+    return fire
+
+
 def _existing(
     schedule: ScheduleModel | None, schedule_id: str, fire_at_ms: int, now_ms: int
 ) -> DispatchResult:
@@ -162,7 +216,7 @@ def _dispatch_listed(schedule: ScheduleModel, fire: FireModel, created: bool, no
     if (
         current is None
         or current.status != ScheduleStatus.ACTIVE
-        or _edited_away(current, fire_at_ms, now_ms)
+        or (not fire.manual and _edited_away(current, fire_at_ms, now_ms))
     ):
         _cancel_runs(fire, now_ms)  # paused, deleted or re-timed meanwhile: these runs are never delivered
         return DispatchResult(fire, created, 0)

@@ -15,6 +15,7 @@ from edgecron.data.models import FireModel, TaskRunModel
 from edgecron.domain import run_states as st
 from edgecron.domain.vocabulary import NotificationKind, OperationalEvent, ScheduleStatus
 from edgecron.observability import AUTO_PAUSED, count, logger
+from edgecron.schemas.schedules import PAUSE_REASON_MAX
 from edgecron.services import operational_events
 
 PAUSE_AFTER_FAILURES = 3
@@ -137,12 +138,23 @@ def after_settle(fire: FireModel, final: str, now_ms: int, error: str | None) ->
     # a success only has to reset a counter that is not already zero (saves a write per fire)
     if failed or (final == fire_data.COMPLETED and int(schedule.consecutive_failures or 0) > 0):
         failures, paused = schedule_data.record_outcome(
-            fire.app_id, fire.schedule_id, failed, PAUSE_AFTER_FAILURES, now_ms
+            fire.app_id,
+            fire.schedule_id,
+            failed,
+            PAUSE_AFTER_FAILURES,
+            now_ms,
+            pause_reason=lambda n: auto_pause_reason(n, error),
         )
         if paused:
             _auto_paused(fire, failures, error, now_ms)
     if schedule.cron is None and schedule.next_fire_at is None:
         schedule_data.finish_one_time(fire.app_id, fire.schedule_id, now_ms)
+
+
+def auto_pause_reason(failures: int, error: str | None) -> str:
+    """The pause reason an auto-pause stores: the count and the last error, within the API's limit."""
+    reason = f"{failures} fires in a row failed: {error or 'no error recorded'}"
+    return reason[:PAUSE_REASON_MAX]
 
 
 def _auto_paused(fire: FireModel, failures: int, error: str | None, now_ms: int) -> None:
@@ -157,6 +169,7 @@ def _auto_paused(fire: FireModel, failures: int, error: str | None, now_ms: int)
         "failures": failures,
         "last_error": error,
         "last_fire_time": fire.fire_at,
+        "pause_reason": auto_pause_reason(failures, error),
     }
     notifications.record(
         fire.app_id, NotificationKind.SCHEDULE_AUTO_PAUSED, f"Schedule paused: {name}", message, data, now_ms

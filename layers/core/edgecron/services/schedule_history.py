@@ -7,7 +7,7 @@ from typing import Any
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as data
-from edgecron.data.models import ScheduleModel, TaskRunModel
+from edgecron.data.models import FireModel, ScheduleModel, TaskRunModel
 from edgecron.data.paging import Page
 from edgecron.domain.fires import Fire
 
@@ -27,3 +27,9 @@ def fires_page(
     page = fire_data.recent(schedule_id, limit, now_ms, cursor)
     run_ids = [run_id for fire in page.items for run_id in fire.run_ids]
     return page, {r.run_id: r for r in run_data.get_many(run_ids)}
+
+
+def fire_with_runs(row: FireModel) -> tuple[Fire, dict[str, TaskRunModel]]:
+    """One Fire just written (a trigger's) and its Task Runs by id."""
+    fire = fire_data.entity(row)
+    return fire, {r.run_id: r for r in run_data.get_many(list(fire.run_ids))}

@@ -11,7 +11,7 @@ from edgecron import clock, ids
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import retry_policies as policy_data
 from edgecron.data import schedules as data
-from edgecron.data.models import ScheduleModel
+from edgecron.data.models import FireModel, ScheduleModel
 from edgecron.data.queues import send_schedule_dispatch
 from edgecron.domain import cron
 from edgecron.domain.vocabulary import ScheduleStatus
@@ -21,7 +21,7 @@ from edgecron.services import fire_dispatch, fire_pipeline
 from edgecron.services.retry_policies import DEFAULT_ID
 from edgecron.services.task_runs import check_payload
 
-_TIMING = {"cron", "at", "timezone"}
+_TIMING = {"cron", "at", "timezone", "start_at", "end_at"}
 
 
 def _spec(expression: str | None, timezone: str) -> cron.CronSpec | None:
@@ -57,15 +57,35 @@ def _check_refs(app_id: str, endpoint_ids: list[str] | None, retry_policy_id: st
 
 
 def _set_timing(schedule: ScheduleModel, now: datetime) -> None:
+    """The next fire time from now, inside the [start_at, end_at] window; a cron schedule with no
+    fire time left in it is ENDED, and an ENDED one given fire times again is ACTIVE."""
     spec = _spec(schedule.cron, schedule.timezone)
     at = clock.from_ms(schedule.at) if schedule.at is not None else None
-    schedule.next_fire_at = _first_fire_ms(spec, at, now)
+    start, end = schedule.start_at, schedule.end_at
+    if start is not None and end is not None and int(start) >= int(end):
+        raise ParamInvalid("start_at must be before end_at", "end_at")
+    if at is not None and (
+        (start is not None and schedule.at < start) or (end is not None and schedule.at > end)
+    ):
+        raise ParamInvalid("at lies outside the start_at/end_at window", "at")
+    search_from = now
+    if spec is not None and start is not None and int(start) - 1 > clock.to_ms(now):
+        search_from = clock.from_ms(int(start) - 1)  # the first fire time at or after start_at
+    first = _first_fire_ms(spec, at, search_from if spec is not None else now)
+    schedule.next_fire_at = fire_dispatch.within_window(schedule, first)
     schedule.finished = False
+    if spec is not None and end is not None and schedule.next_fire_at is None:
+        if schedule.status == ScheduleStatus.ACTIVE:
+            schedule.status = ScheduleStatus.ENDED
+    elif schedule.status == ScheduleStatus.ENDED:
+        schedule.status = ScheduleStatus.ACTIVE
 
 
 def create(app_id: str, req: ScheduleCreate, now: datetime, schedule_id: str | None = None) -> ScheduleModel:
     if (req.cron is None) == (req.at is None):
         raise ParamInvalid("give either cron or at", "cron")
+    if req.status == ScheduleStatus.ENDED:
+        raise ParamInvalid("a schedule ends at its end_at: create it ACTIVE or PAUSED", "status")
     check_payload(req.payload)
     _check_refs(app_id, req.endpoint_ids, req.retry_policy_id)
     now_ms = clock.to_ms(now)
@@ -81,6 +101,8 @@ def create(app_id: str, req: ScheduleCreate, now: datetime, schedule_id: str | N
         status=req.status,
         missed_policy=req.missed_policy,
         retry_policy_id=req.retry_policy_id,
+        start_at=clock.to_ms(req.start_at) if req.start_at else None,
+        end_at=clock.to_ms(req.end_at) if req.end_at else None,
         consecutive_failures=0,
         version=1,
         created_at=now_ms,
@@ -108,7 +130,8 @@ def preview(schedule: ScheduleModel, n: int) -> list[int]:
     if spec is None:
         return [first]
     rest = cron.next_fires(spec, clock.from_ms(first), n - 1)
-    return [first, *(clock.to_ms(t) for t in rest)]
+    times = [first, *(clock.to_ms(t) for t in rest)]
+    return [t for t in times if fire_dispatch.within_window(schedule, t) is not None]
 
 
 def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) -> ScheduleModel:
@@ -120,6 +143,8 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
         check_payload(changes["payload"])
     _check_refs(app_id, changes.get("endpoint_ids"), changes.get("retry_policy_id"))
     status = changes.pop("status", None)
+    if status == ScheduleStatus.ENDED:
+        raise ParamInvalid("a schedule ends at its end_at: give a later end_at to make it ACTIVE", "status")
     for _ in range(5):  # the scan may advance the schedule meanwhile: re-read and re-apply
         schedule = get(app_id, schedule_id)
         version = int(schedule.version)
@@ -133,6 +158,10 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
         for field in ("name", "timezone", "endpoint_ids", "payload", "missed_policy", "retry_policy_id"):
             if field in changes:
                 setattr(schedule, field, changes[field])
+        for field in ("start_at", "end_at"):
+            if field in changes:
+                value = changes[field]
+                setattr(schedule, field, clock.to_ms(value) if isinstance(value, datetime) else None)
         if _TIMING & changes.keys():
             _set_timing(schedule, now)
         schedule.version = version + 1
@@ -164,21 +193,33 @@ def still_fires_at(schedule: ScheduleModel, fire_at_ms: int) -> bool:
     if spec is None:
         return schedule.next_fire_at is not None and int(schedule.next_fire_at) == fire_at_ms
     nxt = cron.next_fire(spec, clock.from_ms(fire_at_ms - 1000))
-    return nxt is not None and clock.to_ms(nxt) == fire_at_ms
+    in_window = schedule.start_at is None or fire_at_ms >= int(schedule.start_at)
+    return (
+        in_window
+        and nxt is not None
+        and fire_dispatch.within_window(schedule, clock.to_ms(nxt)) == fire_at_ms
+    )
 
 
-def pause(app_id: str, schedule_id: str, now: datetime) -> ScheduleModel:
-    """Stop firing; cancel fires dispatched ahead and pending retries (resume will not bring them back)."""
-    return _stop(app_id, schedule_id, now, "schedule paused")
+def pause(app_id: str, schedule_id: str, now: datetime, reason: str | None = None) -> ScheduleModel:
+    """Stop firing; cancel fires dispatched ahead and pending retries (resume will not bring them back).
+    `reason` is kept on the schedule until it is resumed; pausing a paused schedule with a new
+    reason replaces it."""
+    return _stop(app_id, schedule_id, now, "schedule paused", pause_reason=reason)
 
 
-def _stop(app_id: str, schedule_id: str, now: datetime, reason: str) -> ScheduleModel:
+def _stop(
+    app_id: str, schedule_id: str, now: datetime, reason: str, *, pause_reason: str | None = None
+) -> ScheduleModel:
     """PAUSED first (no scan dispatches it any more), then cancel its open Fires; an already paused
     schedule is cancelled again, so a retried pause or delete finishes what a crashed one began."""
     for _ in range(5):
         schedule = get(app_id, schedule_id)
-        if schedule.status != ScheduleStatus.PAUSED:
+        paused = schedule.status == ScheduleStatus.PAUSED
+        if not paused or (pause_reason is not None and pause_reason != schedule.pause_reason):
             version = int(schedule.version)
+            if not paused or pause_reason is not None:
+                schedule.pause_reason = pause_reason
             schedule.status = ScheduleStatus.PAUSED
             schedule.version = version + 1
             schedule.updated_at = clock.to_ms(now)
@@ -197,6 +238,7 @@ def resume(app_id: str, schedule_id: str, now: datetime) -> ScheduleModel:
             return schedule
         version = int(schedule.version)
         schedule.status = ScheduleStatus.ACTIVE
+        schedule.pause_reason = None
         schedule.consecutive_failures = 0
         if schedule.cron is None and schedule.at is not None and schedule.at < clock.to_ms(now):
             schedule.next_fire_at = None  # a one-time schedule whose time passed while paused
@@ -208,6 +250,25 @@ def resume(app_id: str, schedule_id: str, now: datetime) -> ScheduleModel:
             kick(schedule, now)
             return schedule
     raise Conflict("the schedule is changing concurrently; try again", "id")
+
+
+def trigger(app_id: str, schedule_id: str, now: datetime) -> FireModel:
+    """Fire once now, outside the cron times: the schedule's next fire time stays where it is, and
+    the Fire counts toward auto-pause like any other. A paused or ended schedule does not fire."""
+    schedule = get(app_id, schedule_id)
+    _check_can_fire(schedule)
+    fire = fire_dispatch.trigger_fire(schedule, clock.to_ms(now))
+    if fire is None:  # paused or deleted between the two reads
+        _check_can_fire(get(app_id, schedule_id))
+        raise Conflict("the schedule is changing concurrently; try again", "id")
+    return fire
+
+
+def _check_can_fire(schedule: ScheduleModel) -> None:
+    if schedule.status != ScheduleStatus.ACTIVE:
+        raise Conflict(f"schedule {schedule.schedule_id} is {schedule.status}: resume it first", "id")
+    if schedule.finished:
+        raise Conflict(f"schedule {schedule.schedule_id} has ended", "id")
 
 
 def delete(app_id: str, schedule_id: str, now: datetime) -> None:

@@ -122,7 +122,7 @@ def process_steps(
             fire_dispatch.spec_of(schedule),
             clock.from_ms(schedule.at) if schedule.cron is None and schedule.at is not None else None,
             clock.from_ms(schedule.next_fire_at),
-            cutoff,
+            _catch_up_until(schedule, cutoff),
             policy_of(schedule.missed_policy),
         )
         if plan is not None:
@@ -139,6 +139,13 @@ def process_steps(
         if handled == 0:
             return  # another writer moved the schedule
         yield
+
+
+def _catch_up_until(schedule: ScheduleModel, cutoff: datetime) -> datetime:
+    """A catch-up looks no further than the schedule's end_at: no missed or run fire after it."""
+    if schedule.cron is not None and schedule.end_at is not None:
+        return min(cutoff, clock.from_ms(int(schedule.end_at) + 1))
+    return cutoff
 
 
 def apply_catch_up(schedule: ScheduleModel, plan: CatchUpPlan, now: datetime) -> bool:
@@ -159,7 +166,9 @@ def apply_catch_up(schedule: ScheduleModel, plan: CatchUpPlan, now: datetime) ->
         )
     if plan.dispatch is None or clock.to_ms(plan.dispatch) != expected:
         _miss_died_dispatch(schedule.schedule_id, expected, now_ms)
-    target = clock.to_ms(plan.moves_to) if plan.moves_to is not None else None
+    target = fire_dispatch.within_window(
+        schedule, clock.to_ms(plan.moves_to) if plan.moves_to is not None else None
+    )
     moved = schedule_data.catch_up_move(
         schedule,
         expected,

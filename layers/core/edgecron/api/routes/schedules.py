@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
@@ -14,7 +14,15 @@ from edgecron.api.context import current_app_id
 from edgecron.api.idempotency import IdempotencyKey, run_once
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor
 from edgecron.api.responses import docs
-from edgecron.schemas.schedules import FireList, ScheduleCreate, ScheduleOut, SchedulePage, ScheduleUpdate
+from edgecron.schemas.schedules import (
+    FireList,
+    FireOut,
+    PauseRequest,
+    ScheduleCreate,
+    ScheduleOut,
+    SchedulePage,
+    ScheduleUpdate,
+)
 from edgecron.services import schedule_history as history
 from edgecron.services import schedules as service
 
@@ -90,8 +98,9 @@ def delete_schedule(schedule_id: str) -> Response[str]:
     tags=TAGS,
     responses=docs(200, ScheduleOut, 404, 409),
 )
-def pause_schedule(schedule_id: str) -> ScheduleOut:
-    return mappers.schedule_out(service.pause(current_app_id(), schedule_id, clock.now()))
+def pause_schedule(schedule_id: str, body: PauseRequest | None = None) -> ScheduleOut:
+    reason = body.reason if body is not None else None
+    return mappers.schedule_out(service.pause(current_app_id(), schedule_id, clock.now(), reason))
 
 
 @router.post(
@@ -102,6 +111,23 @@ def pause_schedule(schedule_id: str) -> ScheduleOut:
 )
 def resume_schedule(schedule_id: str) -> ScheduleOut:
     return mappers.schedule_out(service.resume(current_app_id(), schedule_id, clock.now()))
+
+
+@router.post(
+    "/v1/schedules/<schedule_id>/trigger",
+    summary="Fire once now, outside the cron times (409 when paused or ended)",
+    tags=TAGS,
+    responses=docs(201, FireOut, 404, 409),
+)
+def trigger_schedule(schedule_id: str) -> Response[FireOut]:
+    app_id = current_app_id()
+    now = clock.now()
+    fire, runs = history.fire_with_runs(service.trigger(app_id, schedule_id, now))
+    return Response(
+        status_code=201,
+        content_type=content_types.APPLICATION_JSON,
+        body=mappers.fire_out(fire, runs, clock.to_ms(now)),
+    )
 
 
 @router.get(

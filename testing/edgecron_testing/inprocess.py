@@ -139,8 +139,16 @@ def app_runs(app_id: str) -> list[Any]:
 
     with INDEX_TIME.unlagged():
         ids = [entry.run_id for entry in R.by_app.query(app_id, scan_index_forward=False)]
-    found = {run.run_id: run for run in run_data.get_many(ids)}
+    found = {run.run_id: run for run in run_data.get_many(app_id, ids)}
     return [found[run_id] for run_id in ids if run_id in found]
+
+
+def app_of_run(run_id: str) -> str:
+    """The App of a run a test knows only by id (what a delivery message carries beside the id)."""
+    from edgecron.data.models import TaskRunModel as R
+
+    found = list(R.scan(R.run_id == run_id, attributes_to_get=["run_id", "app_id"]))
+    return str(found[0].app_id) if found else ""
 
 
 def new_app(name: str = "test") -> tuple[str, str]:

@@ -24,6 +24,7 @@ from edgecron.services import endpoints as endpoint_service
 from edgecron.services import retry_policies as policy_service
 from edgecron_testing.aws_fidelity import IndexTime
 from edgecron_testing.harness import call_api, timeout_sec
+from edgecron_testing.inprocess import app_of_run
 from tests.integration.conftest import app_runs, new_app
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
@@ -49,7 +50,7 @@ def retention_s() -> int:
 
 
 def stored_run(run_id: str) -> TaskRunModel:
-    run = run_data.get(run_id, consistent=True)
+    run = run_data.get(app_of_run(run_id), run_id, consistent=True)
     assert run is not None
     return run
 
@@ -121,7 +122,7 @@ def test_every_write_that_moves_a_run_moves_its_expiry(app_key: str, fixed: cloc
         return clock.to_ms(now) // 1000 + retention_s()
 
     now = fixed.advance(10 * DAY)
-    claimed = run_data.claim(run_id, clock.to_ms(now))
+    claimed = run_data.claim(app_of_run(run_id), run_id, clock.to_ms(now))
     assert claimed is not None and claimed.expires_at == expiry_after(now)
 
     now = fixed.advance(5)
@@ -139,7 +140,7 @@ def test_every_write_that_moves_a_run_moves_its_expiry(app_key: str, fixed: cloc
 
     fixed.set(due)
     now = due
-    claimed = run_data.claim(run_id, clock.to_ms(now))
+    claimed = run_data.claim(app_of_run(run_id), run_id, clock.to_ms(now))
     assert claimed is not None
     now = fixed.advance(1)
     assert run_data.finish(claimed, st.DEAD_LETTER, clock.to_ms(now), status_code=500)

@@ -18,6 +18,7 @@ from edgecron.data.models import EndpointModel, FireModel
 from edgecron.data.queues import DeliveryMessage
 from edgecron.services import fanout, fire_dispatch
 from edgecron_testing.harness import call_api, invoke, load_event, sqs_event
+from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import Pump, app_runs, drain_queues, new_app, queue
 
@@ -109,7 +110,7 @@ def test_a_fire_for_10000_endpoints_is_created_and_fanned_out_in_bounded_pages(p
         listed.extend(page)
     expected = {fire_dispatch.run_id_for(schedule_id, fire_at, ep) for ep in endpoints}
     assert len(listed) == 10_000 and set(listed) == expected
-    runs = run_data.get_many(listed)
+    runs = run_data.get_many(app_id, listed)
     assert len(runs) == 10_000 and {r.endpoint_id for r in runs} == endpoints
     assert not {r.endpoint_id for r in runs} & (inactive | others)
     assert all(r.status == "pending" and r.fire_at == fire_at and r.payload == {"k": 1} for r in runs)
@@ -350,7 +351,7 @@ def test_a_broadcast_fire_settles_from_a_counter_without_rereading_its_runs_on_e
     assert len(runs) == 240
     now_ms = clock.to_ms(clock.now())
     for run in runs:
-        claimed = run_data.claim(run.run_id, now_ms)
+        claimed = run_data.claim(app_of_run(run.run_id), run.run_id, now_ms)
         assert claimed is not None
         assert run_data.finish(claimed, st.SUCCESS, now_ms, status_code=200)
         fires.run_settled(claimed, st.SUCCESS, now_ms)

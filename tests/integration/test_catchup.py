@@ -230,12 +230,12 @@ def test_a_fire_whose_dispatch_died_before_an_outage_is_missed_by_the_catch_up(
         fire_dispatch.dispatch_due(stored, fixed.now(), fire_at)
     monkeypatch.undo()
     assert fires(s["id"])[fire_at // 1000] == "SCHEDULED"
-    assert run_data.get_many(fire_data.run_ids_of(fire_data.get(s["id"], fire_at))) == []  # type: ignore[arg-type]
+    assert run_data.get_many(app_id, fire_data.run_ids_of(fire_data.get(s["id"], fire_at))) == []  # type: ignore[arg-type]
     now = datetime.fromtimestamp(fire_at / 1000, UTC) + timedelta(seconds=outage_s)
     fixed.set(now)
     report = catch_up(app_id, s["id"], now)
     assert report.catch_ups == 1
     fire = fire_data.get(s["id"], fire_at)
     assert fire is not None and fire.status == "MISSED"
-    runs = run_data.get_many(fire_data.run_ids_of(fire))
+    runs = run_data.get_many(app_id, fire_data.run_ids_of(fire))
     assert [r.status for r in runs] == ["cancelled"]

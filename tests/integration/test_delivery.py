@@ -13,6 +13,7 @@ from standardwebhooks.webhooks import Webhook
 from edgecron import clock
 from edgecron.data import runs as run_data
 from edgecron_testing.harness import call_api, invoke, sqs_event
+from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump
 
@@ -106,7 +107,7 @@ def test_a_first_attempt_that_succeeds_is_kept_in_the_run_item(
     run = create_run(app_key, ep["id"])
     pump.deliveries()
     assert list(AttemptModel.query(str(run["id"]), consistent_read=True)) == []
-    stored = run_data.get(str(run["id"]), consistent=True)
+    stored = run_data.get(app_of_run(str(run["id"])), str(run["id"]), consistent=True)
     assert stored is not None and stored.first_attempt is not None and stored.first_attempt.status_code == 200
     [attempt] = attempts(app_key, run["id"])
     assert (attempt["sequence"], attempt["status_code"], attempt["outcome"]) == (1, 200, "success")
@@ -121,7 +122,7 @@ def test_a_large_first_response_is_an_attempt_item(app_key: str, receiver: Recei
     ep = make_endpoint(app_key, receiver.url("/large"))
     run = create_run(app_key, ep["id"])
     pump.deliveries()
-    stored = run_data.get(str(run["id"]), consistent=True)
+    stored = run_data.get(app_of_run(str(run["id"])), str(run["id"]), consistent=True)
     assert stored is not None and stored.first_attempt is None
     assert [int(a.seq) for a in AttemptModel.query(str(run["id"]), consistent_read=True)] == [1]
     [attempt] = attempts(app_key, run["id"])
@@ -309,7 +310,7 @@ def test_the_same_message_twice_gives_one_attempt(app_key: str, receiver: Receiv
     message = {
         "MessageId": "m1",
         "ReceiptHandle": "r1",
-        "Body": json.dumps({"run_id": run["id"], "app_id": "ignored"}),
+        "Body": json.dumps({"run_id": run["id"], "app_id": app_of_run(str(run["id"]))}),
         "Attributes": {},
     }
     duplicate = {**message, "MessageId": "m2", "ReceiptHandle": "r2"}
@@ -338,7 +339,7 @@ def _deliver_then_die(run_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with monkeypatch.context() as patch:
         patch.setattr(*target, die)
         with pytest.raises(WorkerDied):
-            delivery.deliver(run_id)
+            delivery.deliver(run_id, app_of_run(run_id))
 
 
 def _run_whose_message_is_lost(app_key: str, url: str) -> tuple[clock.FixedClock, str]:
@@ -363,7 +364,7 @@ def test_a_worker_killed_mid_delivery_is_recovered(
     fixed, run_id = _run_whose_message_is_lost(app_key, receiver.url("/crash"))
     _deliver_then_die(run_id, monkeypatch)
     assert len(receiver.received("/crash")) == 1  # the request went out
-    stored = run_data.get(run_id, consistent=True)
+    stored = run_data.get(app_of_run(run_id), run_id, consistent=True)
     assert stored is not None and stored.wake_shard is None and stored.wake_at is None  # no entry
     assert get_run(app_key, run_id)["status"] == "running"
     assert attempts(app_key, run_id) == []
@@ -387,7 +388,7 @@ def test_a_worker_killed_mid_delivery_is_recovered(
         (2, 200, None),
     ]
     assert "may or may not have reached the endpoint" in str(history[0]["error"])
-    done = run_data.get(run_id, consistent=True)
+    done = run_data.get(app_of_run(run_id), run_id, consistent=True)
     assert done is not None and done.wake_at is None and done.wake_shard is None  # out of the index
     assert done.claimed_from is None
 
@@ -405,7 +406,7 @@ def test_a_redelivered_message_takes_over_an_expired_claim(
     message = {
         "MessageId": "m1",
         "ReceiptHandle": "r1",
-        "Body": json.dumps({"run_id": run_id, "app_id": "ignored"}),
+        "Body": json.dumps({"run_id": run_id, "app_id": app_of_run(run_id)}),
         "Attributes": {},
     }
     queue = "arn:aws:sqs:us-east-1:123456789012:q"
@@ -434,11 +435,11 @@ def test_a_claim_that_outlives_the_wake_time_is_looked_at_again_when_it_expires(
     monkeypatch.setattr(get_settings(), "claim_sec", 600)
     fixed, run_id = _run_whose_message_is_lost(app_key, receiver.url("/late-claim"))
     fixed.advance(290)  # a worker claims just before the run's wake time, then dies
-    claimed = run_data.claim(run_id, clock.to_ms(fixed.now()))
+    claimed = run_data.claim(app_of_run(run_id), run_id, clock.to_ms(fixed.now()))
     assert claimed is not None and claimed.claim_expires_at == clock.to_ms(fixed.now()) + 600_000
     report = invoke("scan", {"detail": {}})  # woken: claimed, not expired, beyond the window
     assert report["claims_released"] == 0 and report["runs_enqueued"] == 0, report
-    stored = run_data.get(run_id, consistent=True)
+    stored = run_data.get(app_of_run(run_id), run_id, consistent=True)
     assert stored is not None and stored.wake_at == claimed.claim_expires_at
     fixed.advance(300)
     report = invoke("scan", {"detail": {}})  # the claim's expiry is not in the window yet
@@ -551,7 +552,7 @@ def test_poison_message_in_the_dlq_dead_letters_its_run(app_key: str, receiver: 
     ep = make_endpoint(app_key, receiver.url("/p"))
     run = create_run(app_key, ep["id"])
     drain_queues()
-    body = json.dumps({"run_id": run["id"], "app_id": "x"})
+    body = json.dumps({"run_id": run["id"], "app_id": app_of_run(str(run["id"]))})
     msgs = [
         {
             "MessageId": "a",
@@ -575,7 +576,7 @@ def test_malformed_message_fails_its_record_only(app_key: str, receiver: Receive
         {
             "MessageId": "good",
             "ReceiptHandle": "g",
-            "Body": json.dumps({"run_id": run["id"], "app_id": "a"}),
+            "Body": json.dumps({"run_id": run["id"], "app_id": app_of_run(str(run["id"]))}),
             "Attributes": {},
         },
         {"MessageId": "bad", "ReceiptHandle": "b", "Body": "{", "Attributes": {}},

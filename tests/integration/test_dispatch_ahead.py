@@ -83,5 +83,5 @@ def test_windows_of_schedules_created_together_are_dispatched_in_fire_time_order
     for schedule_id in ids:
         fires = list(FireModel.query(schedule_id))
         assert [int(f.fire_at) for f in fires] == [t0 + 1000 * i for i in range(1, 71)]
-        runs = run_data.get_many([rid for f in fires for rid in fire_data.run_ids_of(f)])
+        runs = run_data.get_many(fires[0].app_id, [rid for f in fires for rid in fire_data.run_ids_of(f)])
         assert len(runs) == 70 and all(int(r.created_at) < int(r.fire_at or 0) for r in runs)

@@ -19,6 +19,7 @@ from edgecron.data import runs as run_data
 from edgecron.data.models import TaskRunModel
 from edgecron_testing.aws_fidelity import IndexTime, TtlDeletion
 from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import PROVISIONED, Pump, new_app
 
@@ -74,7 +75,9 @@ def test_reading_a_due_run_through_the_index_right_after_writing_it_is_caught(
     run = waiting_run(fixed.now(), fixed.now())
     assert run.wake_shard is not None
     assert run.run_id not in naive_due_runs(run.wake_shard, fixed.now())  # plain moto would list it
-    assert run_data.get(run.run_id, consistent=True) is not None  # the table has it at once
+    assert (
+        run_data.get(app_of_run(run.run_id), run.run_id, consistent=True) is not None
+    )  # the table has it at once
     fixed.advance(index_time.lag_ms / 1000)
     assert run.run_id in naive_due_runs(run.wake_shard, fixed.now())
 
@@ -141,8 +144,10 @@ def test_an_item_needed_after_its_ttl_is_caught(fixed: clock.FixedClock, ttl: Tt
     careful = waiting_run(T0, due, expires_at=due + timedelta(days=get_settings().history_ttl_days))
     fixed.set(due - timedelta(seconds=30))
     assert ttl.sweep() >= 1
-    assert run_data.get(naive.run_id, consistent=True) is None  # moto alone would still have it
-    assert run_data.get(careful.run_id, consistent=True) is not None
+    assert (
+        run_data.get(app_of_run(naive.run_id), naive.run_id, consistent=True) is None
+    )  # moto alone would still have it
+    assert run_data.get(app_of_run(careful.run_id), careful.run_id, consistent=True) is not None
 
 
 def test_ttl_deletion_spares_unexpired_items(fixed: clock.FixedClock, ttl: TtlDeletion) -> None:
@@ -151,10 +156,10 @@ def test_ttl_deletion_spares_unexpired_items(fixed: clock.FixedClock, ttl: TtlDe
     ttl.sweep()
     fixed.set(datetime.fromtimestamp(run.expires_at - 1, UTC))
     ttl.sweep()
-    assert run_data.get(run.run_id, consistent=True) is not None
+    assert run_data.get(app_of_run(run.run_id), run.run_id, consistent=True) is not None
     fixed.advance(2)
     ttl.sweep()
-    assert run_data.get(run.run_id, consistent=True) is None
+    assert run_data.get(app_of_run(run.run_id), run.run_id, consistent=True) is None
 
 
 def test_a_run_delayed_beyond_the_history_ttl_is_still_delivered(

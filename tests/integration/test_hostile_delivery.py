@@ -15,6 +15,7 @@ from edgecron.data.models import EndpointModel
 from edgecron.services import http_sender
 from edgecron_testing import hostile
 from edgecron_testing.harness import load_function, sqs_event
+from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, drain_queues
 from tests.integration.test_delivery import attempts, create_run, fast_policy, get_run, make_endpoint
@@ -233,7 +234,7 @@ def _invoke_worker(run_id: object, remaining_ms: int) -> Any:
     message = {
         "MessageId": "m1",
         "ReceiptHandle": "r1",
-        "Body": json.dumps({"run_id": run_id, "app_id": "a"}),
+        "Body": json.dumps({"run_id": run_id, "app_id": app_of_run(str(run_id))}),
         "Attributes": {},
     }
     event = sqs_event([message], "arn:aws:sqs:us-east-1:123456789012:q")

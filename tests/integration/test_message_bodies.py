@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from edgecron_testing.harness import invoke, sqs_event
+from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import Pump, queue
 from tests.integration.test_delivery import create_run, get_run, make_endpoint
@@ -67,7 +68,7 @@ def test_hostile_delivery_messages_fail_alone_and_the_batch_is_delivered(
 ) -> None:
     ep = make_endpoint(app_key, receiver.url("/good"))
     run = create_run(app_key, ep["id"])
-    good = {"good": json.dumps({"run_id": run["id"], "app_id": "ignored"})}
+    good = {"good": json.dumps({"run_id": run["id"], "app_id": app_of_run(str(run["id"]))})}
     for name, body in HOSTILE.items():
         result = invoke("worker", sqs_event(records({name: body, **good}), queue("DeliveryQueue").arn))
         assert failed(result) == {name}, name

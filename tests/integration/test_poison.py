@@ -13,6 +13,7 @@ import pytest
 from edgecron import clock
 from edgecron.data import runs as run_data
 from edgecron_testing.harness import invoke, sqs_event
+from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, drain_queues
 from tests.integration.test_delivery import attempts, create_run, fast_policy, get_run, make_endpoint
@@ -31,7 +32,7 @@ def poison(run_id: object) -> None:
     message = {
         "MessageId": "p1",
         "ReceiptHandle": "p1",
-        "Body": json.dumps({"run_id": run_id, "app_id": "x"}),
+        "Body": json.dumps({"run_id": run_id, "app_id": app_of_run(str(run_id))}),
         "Attributes": {"ApproximateReceiveCount": "5"},
     }
     assert invoke("dlq", sqs_event([message], DLQ_ARN)) == {"batchItemFailures": []}
@@ -48,7 +49,9 @@ def _due_run(app_key: str, url: str) -> tuple[clock.FixedClock, str]:
 
 def test_a_run_under_a_live_claim_is_not_dead_lettered(app_key: str, receiver: Receiver) -> None:
     fixed, run_id = _due_run(app_key, receiver.url("/live"))
-    assert run_data.claim(run_id, clock.to_ms(fixed.now())) is not None  # a worker is on it
+    assert (
+        run_data.claim(app_of_run(run_id), run_id, clock.to_ms(fixed.now())) is not None
+    )  # a worker is on it
     poison(run_id)
     run = get_run(app_key, run_id)
     assert run["status"] == "running", run
@@ -82,7 +85,7 @@ def test_a_run_whose_claim_expired_is_dead_lettered_with_its_lost_attempt(
 ) -> None:
     """The worker died holding the run each time: the attempt it made is recorded as lost."""
     fixed, run_id = _due_run(app_key, receiver.url("/died"))
-    assert run_data.claim(run_id, clock.to_ms(fixed.now())) is not None
+    assert run_data.claim(app_of_run(run_id), run_id, clock.to_ms(fixed.now())) is not None
     fixed.advance(61)  # CLAIM_SEC is 60 in the integration tests
     poison(run_id)
     run = get_run(app_key, run_id)

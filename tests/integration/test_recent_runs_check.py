@@ -17,6 +17,7 @@ from edgecron.data import runs as run_data
 from edgecron.data.models import TaskRunModel
 from edgecron.domain import run_states as st
 from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import Pump, drain_queues, new_app
 
@@ -58,7 +59,7 @@ def test_a_lost_message_of_a_direct_run_sent_at_creation_is_found_by_the_next_sc
     fixed = clock.FixedClock(datetime.now(UTC))
     clock.set_clock(fixed)
     run_id = _create_run(app_key, _endpoint(app_key, receiver.url("/lost-direct")))
-    stored = run_data.get(run_id, consistent=True)
+    stored = run_data.get(app_of_run(run_id), run_id, consistent=True)
     assert stored is not None and stored.wake_shard is None and stored.wake_at is None  # no entry written
     drain_queues()  # the message is lost
     assert _scan()["runs_enqueued"] == 0
@@ -72,7 +73,7 @@ def test_a_lost_message_of_a_direct_run_sent_at_creation_is_found_by_the_next_sc
     assert pump.deliveries() == 1
     assert _status(app_key, run_id) == "success"
     assert len(receiver.received("/lost-direct")) == 1
-    done = run_data.get(run_id, consistent=True)
+    done = run_data.get(app_of_run(run_id), run_id, consistent=True)
     assert done is not None and done.wake_shard is None  # terminal: out of the index again
     report = _scan()  # checked once: a later tick neither reads nor sends it again
     assert report["runs_checked"] == 0 and report["runs_enqueued"] == 0, report

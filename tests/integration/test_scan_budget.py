@@ -16,6 +16,7 @@ from edgecron.data import runs as run_data
 from edgecron.data.models import ScheduleModel, TaskRunModel
 from edgecron.services import fire_dispatch
 from edgecron_testing.harness import FakeContext, call_api, load_function
+from edgecron_testing.inprocess import app_of_run
 from tests.integration.conftest import new_app
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
@@ -108,7 +109,7 @@ def test_a_burst_of_schedules_does_not_stall_due_runs(lambda_time: list[tuple[in
     assert sends and sends[0] > 0, "the due run was not enqueued before the timeout"
     assert result["unfinished"] == ["schedules"]  # the rest of the burst waits for the next tick
     assert result["fires_dispatched"] > 0
-    run = run_data.get(run_id, consistent=True)
+    run = run_data.get(app_of_run(run_id), run_id, consistent=True)
     assert run is not None and run.status == "pending"
 
 

@@ -19,6 +19,7 @@ from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
 from edgecron.services import delivery, scan
 from edgecron_testing.harness import call_api
+from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, app_runs, new_app, queue
 
@@ -106,7 +107,7 @@ def test_a_fire_with_a_delivered_run_is_never_missed(fixed: clock.FixedClock, re
     schedule_id = fire_now(key, [a, b], "SKIP")
     runs = runs_of(app_id, schedule_id)
     messages = take_messages()
-    assert delivery.deliver(runs[a].run_id).outcome == "success"
+    assert delivery.deliver(runs[a].run_id, app_of_run(runs[a].run_id)).outcome == "success"
     lose(messages[runs[b].run_id])  # the sibling's message is lost; nothing else is queued
     fixed.set(T0 + LATE)
     scan.run_scan(fixed.now())
@@ -162,7 +163,9 @@ def test_a_run_claimed_while_the_scan_cancels_keeps_its_fire_and_counts(
         values = json.dumps(params.get("ExpressionAttributeValues", {}))
         cancelling = operation == "UpdateItem" and '"cancelled"' in values
         if cancelling and params.get("Key", {}).get("run_id", {}).get("S") == run_id and not claimed:
-            claimed.append(run_data.claim(run_id, clock.to_ms(fixed.now())))  # a worker got there first
+            claimed.append(
+                run_data.claim(app_of_run(run_id), run_id, clock.to_ms(fixed.now()))
+            )  # a worker got there first
 
     before_aws_call(monkeypatch, worker_claims_first)
     scan.run_scan(fixed.now())
@@ -170,7 +173,7 @@ def test_a_run_claimed_while_the_scan_cancels_keeps_its_fire_and_counts(
     assert claimed and claimed[0] is not None
     assert the_fire(schedule_id).status == "SCHEDULED"  # its run is in a worker's hands
     fixed.advance(120)  # that worker died; the next one takes the expired claim over and delivers
-    assert delivery.deliver(run_id).outcome == "failed"
+    assert delivery.deliver(run_id, app_of_run(run_id)).outcome == "failed"
     assert the_fire(schedule_id).status == "FAILED"
     stored = schedule_data.get(app_id, schedule_id)
     assert stored is not None and stored.consecutive_failures == 1  # the outcome counted

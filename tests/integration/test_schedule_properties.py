@@ -45,6 +45,7 @@ from edgecron.data.models import FireModel
 from edgecron.domain import cron
 from edgecron.services import delivery, scan
 from edgecron_testing.harness import call_api
+from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import app_runs, drain_queues, new_app, queue, retire_runs, retire_schedules
 
@@ -269,7 +270,7 @@ class ScheduleMachine(RuleBasedStateMachine):
             q = backend.queues[queue(logical).name]
             for m in list(q._messages):
                 run_id = json.loads(m.body)["run_id"]
-                run = run_data.get(run_id, consistent=True)
+                run = run_data.get(app_of_run(run_id), run_id, consistent=True)
                 if (
                     run is None
                     or run.status not in ("pending", "retry_scheduled")
@@ -304,13 +305,13 @@ class ScheduleMachine(RuleBasedStateMachine):
             logical, m, run_id = taken
             self.crasher.arm(crash, after)
             try:
-                delivery.deliver(run_id)
+                delivery.deliver(run_id, app_of_run(run_id))
             except InjectedCrash:  # SQS delivers the message again after its visibility timeout
                 self.sqs.send_message(QueueUrl=queue(logical).url, MessageBody=m.body)
             finally:
                 self.crasher.disarm()
         while drain and (taken := self._take(0)) is not None:
-            delivery.deliver(taken[2])
+            delivery.deliver(taken[2], app_of_run(taken[2]))
         self.check_deliveries()
 
     @rule(index=hs.integers(min_value=0, max_value=50), fault=hs.sampled_from(["lose", "duplicate"]))
@@ -331,7 +332,8 @@ class ScheduleMachine(RuleBasedStateMachine):
         new = self.receiver.requests[self.seen_requests :]
         self.seen_requests = len(self.receiver.requests)
         for request in new:
-            run = run_data.get(request.headers.get("webhook-id", ""), consistent=True)
+            run_id = request.headers.get("webhook-id", "")
+            run = run_data.get(app_of_run(run_id), run_id, consistent=True)
             assert run is not None and run.source_id is not None
             model = self.schedules.get(run.source_id)
             assert model is None or not model.paused_returned, (
@@ -363,7 +365,7 @@ class ScheduleMachine(RuleBasedStateMachine):
                 fire = fires.get(t)
                 if fire is not None and fire.status != fire_data.MISSED:
                     run_ids = fire_data.run_ids_of(fire)
-                    assert run_ids and len(run_data.get_many(run_ids)) == len(run_ids), (
+                    assert run_ids and len(run_data.get_many(self.app_id, run_ids)) == len(run_ids), (
                         f"schedule {model.schedule_id}: the Fire at {t} has no runs"
                     )
 
@@ -389,7 +391,7 @@ class ScheduleMachine(RuleBasedStateMachine):
             assert len(endpoints) == len(set(endpoints)), f"two runs for one endpoint of Fire {key}"
         missed = [f for f in fires.values() if f.status == fire_data.MISSED]
         ids = [i for f in missed for i in fire_data.run_ids_of(f)]
-        attempted = {r.run_id for r in run_data.get_many(ids) if int(r.total_attempts) > 0}
+        attempted = {r.run_id for r in run_data.get_many(self.app_id, ids) if int(r.total_attempts) > 0}
         for fire in missed:  # a Fire's status follows from what happened to its runs
             started = [i for i in fire_data.run_ids_of(fire) if i in attempted]
             assert not started, (
@@ -403,9 +405,9 @@ class ScheduleMachine(RuleBasedStateMachine):
         calls: dict[str, int] = defaultdict(int)
         for request in self.receiver.requests[self.first_request :]:
             calls[request.headers.get("webhook-id", "")] += 1
-        for run in run_data.get_many(sorted(calls)):
+        for run in run_data.get_many(self.app_id, sorted(calls)):
             n = calls[run.run_id]
-            attempts = attempt_data.all_of(run.run_id)
+            attempts = attempt_data.all_of(run.app_id, run.run_id)
             recorded = [a for a in attempts if a.error_kind != "worker_lost"]
             in_flight = 1 if run.status == "running" else 0
             assert len(recorded) <= n <= len(attempts) + in_flight, (

@@ -19,6 +19,7 @@ from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
 from edgecron.services import fire_dispatch, schedules_scan
 from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, app_runs, new_app
 
@@ -349,7 +350,7 @@ def test_moving_a_one_time_schedule_cancels_the_fire_dispatched_ahead(
     assert patched.status == 200 and patched.body["next_fire_time"] == "2026-06-01T12:10:00.000Z"
     old = fire_data.get(s["id"], clock.to_ms(old_at))
     assert old is not None and old.status == "CANCELLED"
-    runs = run_data.get_many(fire_data.run_ids_of(old))
+    runs = run_data.get_many(old.app_id, fire_data.run_ids_of(old))
     assert [r.status for r in runs] == ["cancelled"]
     assert app_id.status == 200
 
@@ -439,14 +440,16 @@ def test_a_run_a_dead_worker_held_at_pause_is_not_delivered_after_it(
     s = schedule(app_key, at=T0.isoformat(), endpoint_ids=[ep])  # due now: enqueued without delay
     [fire] = fires_of(s["id"])
     [run_id] = fire_data.run_ids_of(fire)
-    assert run_data.claim(run_id, clock.to_ms(T0)) is not None  # a worker took it, then died
+    assert (
+        run_data.claim(app_of_run(run_id), run_id, clock.to_ms(T0)) is not None
+    )  # a worker took it, then died
     assert call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key).status == 200
     fixed.advance(400)  # its claim expired
     if recovered_by == "scan":
         invoke("scan", {"detail": {}})  # releases the claim and enqueues the run again
     pump.deliveries()  # SQS redelivers the message the dead worker held
     assert receiver.received("/held") == []
-    run = run_data.get(run_id, consistent=True)
+    run = run_data.get(app_of_run(run_id), run_id, consistent=True)
     assert run is not None and run.status == "cancelled"
     assert [f.status for f in fires_of(s["id"])] == ["CANCELLED"]
 
@@ -532,22 +535,22 @@ def test_a_pause_long_after_a_fire_began_retrying_delivers_nothing_more(
 
         monkeypatch.setattr(fire_data, "track_open", die)
         with pytest.raises(Crash):
-            delivery.deliver(run_id)
+            delivery.deliver(run_id, app_of_run(run_id))
         monkeypatch.undo()
     else:
-        assert delivery.deliver(run_id).outcome == "retry"
-    run = run_data.get(run_id, consistent=True)
+        assert delivery.deliver(run_id, app_of_run(run_id)).outcome == "retry"
+    run = run_data.get(app_of_run(run_id), run_id, consistent=True)
     assert run is not None and run.status == "retry_scheduled"
     fixed.set(T0 + timedelta(minutes=20))
     invoke("scan", {"detail": {}})  # twenty minutes of fires later
     assert call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key).status == 200
     if worker == "lives":  # cancelled by the pause itself
-        run = run_data.get(run_id, consistent=True)
+        run = run_data.get(app_of_run(run_id), run_id, consistent=True)
         assert run is not None and run.status == "cancelled"
     fixed.set(T0 + timedelta(hours=1, minutes=2))  # the retry is due
-    assert delivery.deliver(run_id).outcome in ("cancelled", "skipped")
+    assert delivery.deliver(run_id, app_of_run(run_id)).outcome in ("cancelled", "skipped")
     assert len(receiver.received("/retrying")) == 1  # the first attempt only
-    run = run_data.get(run_id, consistent=True)
+    run = run_data.get(app_of_run(run_id), run_id, consistent=True)
     assert run is not None and run.status == "cancelled"
     fire = fire_data.get(s["id"], first_fire)
     assert fire is not None and fire.status == "CANCELLED"

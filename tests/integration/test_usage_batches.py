@@ -15,6 +15,7 @@ from edgecron.data import usage as usage_data
 from edgecron.data.models import UsageModel
 from edgecron.services import delivery
 from edgecron_testing.harness import call_api, invoke, sqs_event
+from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, drain_queues, new_app
 
@@ -113,10 +114,10 @@ def test_a_worker_that_dies_before_counting_leaves_the_run_to_be_counted_by_its_
     with monkeypatch.context() as patch:  # the worker dies after its HTTP call, before the result
         patch.setattr(delivery.run_data, "finish", die)
         with pytest.raises(WorkerDied):
-            delivery.deliver(run_id)
+            delivery.deliver(run_id, app_of_run(run_id))
     assert _direct(key) == 0
     fixed.advance(61)  # its claim expired: the message comes back and another worker takes over
-    assert delivery.deliver(run_id).outcome == "success"
+    assert delivery.deliver(run_id, app_of_run(run_id)).outcome == "success"
     assert _direct(key) == 1  # counted once, by the worker that took over
     assert len(receiver.received("/died-before")) == 2
 
@@ -140,10 +141,10 @@ def test_a_worker_that_dies_between_counting_and_its_result_counts_the_run_twice
     with monkeypatch.context() as patch:
         patch.setattr(usage_data, "count_before_clearing", count_then_die)
         with pytest.raises(WorkerDied):
-            delivery.deliver(run_id)
+            delivery.deliver(run_id, app_of_run(run_id))
     assert _direct(key) == 1
     fixed.advance(61)
-    assert delivery.deliver(run_id).outcome == "success"
+    assert delivery.deliver(run_id, app_of_run(run_id)).outcome == "success"
     assert _direct(key) == 2
 
 
@@ -159,13 +160,13 @@ def test_a_run_cancelled_before_any_worker_took_it_is_counted_once(receiver: Rec
 
 
 def test_a_dead_lettered_run_no_worker_counted_is_counted_once(receiver: Receiver) -> None:
-    _, key = new_app("usage-poison")
+    app_id, key = new_app("usage-poison")
     run_id = _create_run(key, _endpoint(key, receiver.url("/poison")))
     drain_queues()
     message = {
         "MessageId": "m1",
         "ReceiptHandle": "r1",
-        "Body": json.dumps({"run_id": run_id, "app_id": "ignored"}),
+        "Body": json.dumps({"run_id": run_id, "app_id": app_id}),
         "Attributes": {"ApproximateReceiveCount": "5"},
     }
     assert invoke("dlq", sqs_event([message], DLQ_ARN)) == {"batchItemFailures": []}

@@ -83,12 +83,12 @@ def as_record(attempt: Attempt) -> AttemptRecord:
     return AttemptRecord(**{name: getattr(attempt, name) for name in _FIELDS})
 
 
-def _first_of(run_id: str) -> Attempt | None:
+def _first_of(app_id: str, run_id: str) -> Attempt | None:
     try:
         run = TaskRunModel.get(run_id, attributes_to_get=["run_id", "app_id", "first_attempt"])
     except DoesNotExist:
         return None
-    if run.first_attempt is None:
+    if run.app_id != app_id or run.first_attempt is None:
         return None
     return _entity(run.first_attempt, run.run_id, run.app_id)
 
@@ -102,10 +102,10 @@ def _table_page(run_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[
     return Page(items=[_of_item(a) for a in page.items], last_key=page.last_key)
 
 
-def list_page(run_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[Attempt]:
+def list_page(app_id: str, run_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[Attempt]:
     """Attempts in sequence order. The first page starts with the Attempt kept in the run item, if
     any; the cursor is the key (run_id, seq) of the last Attempt returned, whichever place held it."""
-    first = _first_of(run_id) if cursor is None else None
+    first = _first_of(app_id, run_id) if cursor is None else None
     if first is None:
         return _table_page(run_id, limit, cursor)
     if limit <= 1:
@@ -116,13 +116,15 @@ def list_page(run_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[At
     return Page(items=items, last_key=page.last_key)
 
 
-def all_of(run_id: str) -> list[Attempt]:
-    """Every Attempt of a run, in sequence order (strongly consistent reads)."""
+def all_of(app_id: str, run_id: str) -> list[Attempt]:
+    """Every Attempt of the App's run, in sequence order (strongly consistent reads)."""
     try:
         run = TaskRunModel.get(run_id, consistent_read=True)
     except DoesNotExist:
         run = None
-    found = [_of_item(a) for a in AttemptModel.query(run_id, consistent_read=True)]
+    if run is not None and run.app_id != app_id:
+        return []
+    found = [_of_item(a) for a in AttemptModel.query(run_id, consistent_read=True) if a.app_id == app_id]
     if run is not None and run.first_attempt is not None:
         found.append(_entity(run.first_attempt, run.run_id, run.app_id))
     unique = {a.seq: a for a in found}

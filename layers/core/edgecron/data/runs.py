@@ -117,22 +117,25 @@ def put_new(run: TaskRunModel) -> bool:
     return save_if(run, M.run_id.does_not_exist())
 
 
-def get(run_id: str, *, consistent: bool = False) -> TaskRunModel | None:
+def get(app_id: str, run_id: str, *, consistent: bool = False) -> TaskRunModel | None:
+    """The run `run_id` of this App: every reader knows the App (a message carries it, an API key
+    gives it), and another App's run is indistinguishable from none."""
     try:
-        return M.get(run_id, consistent_read=consistent)
+        run = M.get(run_id, consistent_read=consistent)
     except DoesNotExist:
         return None
+    return run if run.app_id == app_id else None
 
 
 def get_for_app(app_id: str, run_id: str, now_ms: int) -> TaskRunModel | None:
     """A run of this App that has not expired; another App's run is indistinguishable from none."""
-    run = get(run_id)
-    if run is None or run.app_id != app_id or not is_alive(run.expires_at, now_ms):
+    run = get(app_id, run_id)
+    if run is None or not is_alive(run.expires_at, now_ms):
         return None
     return run
 
 
-def claim(run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskRunModel | None:
+def claim(app_id: str, run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskRunModel | None:
     """Take a due waiting run (or one whose previous claim expired) for one attempt; None if another
     worker has it, it is finished or cancelled, or it is not due yet.
 
@@ -140,7 +143,7 @@ def claim(run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskRunModel | Non
     wakes at its due time + REDISPATCH_AFTER_SEC, after a claim taken on time has expired, and the
     scan releases the claim then if the worker died. A claim still valid when the run wakes is looked
     at again by the next scans, or at its expiry if that is beyond the scan's window
-    (wake_at_claim_expiry)."""
+    (wake_at_claim_expiry). A message naming another App claims nothing."""
     claim_ms = get_settings().claim_sec * 1000
     run = M(run_id=run_id)
     waiting_and_due = M.status.is_in(*st.WAITING) & (M.deliver_at <= now_ms + early_ms)
@@ -159,7 +162,7 @@ def claim(run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskRunModel | Non
             M.updated_at.set(now_ms),
             M.expires_at.set(run_expires_at_s(now_ms)),
         ],
-        M.run_id.exists() & (waiting_and_due | expired),
+        M.run_id.exists() & (M.app_id == app_id) & (waiting_and_due | expired),
     )
     if not claimed:
         return None
@@ -439,7 +442,7 @@ def wake_due(shard: str, until_ms: int | None) -> Iterator[TaskRunModel]:
     cond = M.wake_at <= until_ms if until_ms is not None else None
     entries = M.wake.query(shard, range_key_condition=cond)
     for run_ids in _chunks((entry.run_id for entry in entries), BATCH_GET_MAX):
-        found = {run.run_id: run for run in get_many(run_ids)}
+        found = {run.run_id: run for run in _batch_get(run_ids, consistent=True)}
         for run_id in run_ids:
             run = found.get(run_id)
             if (
@@ -487,7 +490,7 @@ def list_page(
         return entries, result.last_evaluated_key
 
     def fetch(entries: list[TaskRunModel]) -> dict[str, TaskRunModel]:
-        return {run.run_id: run for run in get_many([e.run_id for e in entries], consistent=False)}
+        return {run.run_id: run for run in get_many(app_id, [e.run_id for e in entries], consistent=False)}
 
     items, last_key = collect_page(
         read_keys, fetch, lambda e: e.run_id, _by_app_key, wanted, limit, cursor, max_keys
@@ -517,9 +520,14 @@ def dead_letters_page(
     )
 
 
-def get_many(run_ids: list[str], *, consistent: bool = True) -> list[TaskRunModel]:
-    """Batch read (in pages of 100), strongly consistent unless told; runs that do not exist are
-    left out, and the order is not the order of `run_ids`."""
+def get_many(app_id: str, run_ids: list[str], *, consistent: bool = True) -> list[TaskRunModel]:
+    """The App's runs among `run_ids`: batch reads (in pages of 100), strongly consistent unless
+    told; runs that do not exist, or are another App's, are left out, and the order is not the
+    order of `run_ids`."""
+    return [run for run in _batch_get(run_ids, consistent=consistent) if run.app_id == app_id]
+
+
+def _batch_get(run_ids: list[str], *, consistent: bool) -> list[TaskRunModel]:
     out: list[TaskRunModel] = []
     for start in range(0, len(run_ids), BATCH_GET_MAX):
         out.extend(M.batch_get(run_ids[start : start + BATCH_GET_MAX], consistent_read=consistent))

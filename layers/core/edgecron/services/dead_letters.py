@@ -32,7 +32,7 @@ def handle_poison(body: DeliveryBody | str, receive_count: int) -> str:
         logger.error("unparseable message in the delivery DLQ", extra={"body_prefix": body[:200]})
         return "unparseable"
     run_id = body.run_id
-    run = run_data.get(run_id, consistent=True)
+    run = run_data.get(body.app_id, run_id, consistent=True)
     if run is None:
         logger.warning("DLQ message for an unknown run", extra={"run_id": run_id})
         return "unknown_run"
@@ -50,5 +50,5 @@ def handle_poison(body: DeliveryBody | str, receive_count: int) -> str:
         count(DEAD_LETTERED)
         after_run_finished(run, st.DEAD_LETTER, now_ms)
         return "dead_lettered"
-    fresh = run_data.get(run_id, consistent=True)  # it changed since it was read: say how
+    fresh = run_data.get(body.app_id, run_id, consistent=True)  # it changed since it was read: say how
     return (_healthy(fresh, now_ms) if fresh is not None else None) or "already_final"

@@ -145,9 +145,9 @@ def deliver(
         return _requeue_for_time(run_id, app_id)
     now = clock.now()
     now_ms = clock.to_ms(now)
-    run = run_data.claim(run_id, now_ms, early_ms=EARLY_MS)
+    run = run_data.claim(app_id, run_id, now_ms, early_ms=EARLY_MS)
     if run is None:
-        return _not_claimed(run_id, now_ms)
+        return _not_claimed(app_id, run_id, now_ms)
     if run.claimed_from == st.RUNNING:  # took over an expired claim: its worker died mid-attempt
         record_lost_attempt(run, int(run.total_attempts) - 1, int(run.attempt_count) - 1, now_ms)
     if fires.schedule_stopped(run):
@@ -186,9 +186,9 @@ def _wait_until_due(run: TaskRunModel, now_ms: int) -> None:
         time.sleep(early_ms / 1000)
 
 
-def _not_claimed(run_id: str, now_ms: int) -> DeliveryReport:
+def _not_claimed(app_id: str, run_id: str, now_ms: int) -> DeliveryReport:
     """A duplicate, a cancelled or finished run, or a message that arrived before its due time."""
-    run = run_data.get(run_id, consistent=True)
+    run = run_data.get(app_id, run_id, consistent=True)
     if run is not None and run.status in st.WAITING and run.deliver_at > now_ms:
         delay = (run.deliver_at - now_ms) / 1000
         if delay <= MAX_DELAY_SEC:

@@ -137,8 +137,8 @@ def deliveries(
     run_ids = [run_id_for(event.event_id, endpoint_id) for endpoint_id in chosen]
     runs = {
         r.run_id: r
-        for r in run_data.get_many(run_ids)
-        if r.app_id == event.app_id and (r.expires_at is None or r.expires_at > now_ms // 1000)
+        for r in run_data.get_many(event.app_id, run_ids)
+        if (r.expires_at is None or r.expires_at > now_ms // 1000)
     }
     page = [Delivery(ep, rid, runs.get(rid)) for ep, rid in zip(chosen, run_ids, strict=True)]
     if nxt is not None and nxt[1] == 0 and not _has_more(event, nxt[0]):

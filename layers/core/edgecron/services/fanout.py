@@ -302,7 +302,7 @@ def stop_fire(fire: FireModel, unrecorded_run_ids: list[str], now_ms: int) -> No
     Runs of recorded pages were cancelled by the pause (or are here); runs of a page that could not
     be recorded are cancelled here; the Fire settles CANCELLED."""
     recorded = [rid for page in fire_data.run_id_pages(fire) for rid in page]
-    for run in run_data.get_many(recorded + unrecorded_run_ids):
+    for run in run_data.get_many(fire.app_id, recorded + unrecorded_run_ids):
         if run.status in st.CANCELLABLE:
             run_data.cancel(run, now_ms, STOPPED)
     current = fire_data.get(fire.schedule_id, int(fire.fire_at))

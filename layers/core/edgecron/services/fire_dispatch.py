@@ -259,7 +259,7 @@ def put_fire_run(
 
 
 def _cancel_runs(fire: FireModel, now_ms: int) -> None:
-    for run in run_data.get_many(list(fire.run_ids)):
+    for run in run_data.get_many(fire.app_id, list(fire.run_ids)):
         if run.status in st.CANCELLABLE:
             run_data.cancel(run, now_ms, STOPPED)
     fires.settle_if_done(fire, now_ms)

@@ -104,7 +104,7 @@ def settle_if_done(
         chunk = run_ids[start : start + 100]
         unknown = [run_id for run_id in chunk if not (known and run_id in known)]
         if unknown:  # a single-run Fire settles from the run just finished, without reading it
-            runs.update({r.run_id: r for r in run_data.get_many(unknown)})
+            runs.update({r.run_id: r for r in run_data.get_many(fire.app_id, unknown)})
         for run_id in chunk:
             if known and run_id in known:
                 statuses.append(known[run_id])
@@ -215,7 +215,7 @@ def cancel_fire(fire: FireModel, now_ms: int, reason: str) -> int:
     yet is written as cancelled first, so a dispatch still under way cannot create and send it."""
     cancelled = ended = 0
     for page in fire_data.run_pages(fire):  # a broadcast Fire's runs, one fan-out page at a time
-        existing = {r.run_id: r for r in run_data.get_many([run_id for _, run_id in page])}
+        existing = {r.run_id: r for r in run_data.get_many(fire.app_id, [run_id for _, run_id in page])}
         for endpoint_id, run_id in page:
             run = existing.get(run_id)
             if run is None:

@@ -191,7 +191,7 @@ def _check_app(tick: _Tick, app_id: str, created_at: int, mark: str | None, unti
         # eventually consistent (half the read units): a stale item only makes check_one's
         # conditional write fail, and a run that finished since needs nothing
         ids = [run_id for run_id, _ in batch]
-        found = {run.run_id: run for run in run_data.get_many(ids, consistent=False)}
+        found = {run.run_id: run for run in run_data.get_many(app_id, ids, consistent=False)}
         for run_id, _ in batch:
             run = found.get(run_id)
             if run is not None:

@@ -25,11 +25,11 @@ def fires_page(
 ) -> tuple[Page[Fire], dict[str, TaskRunModel]]:
     """Fires newest first and their Task Runs by id (one batch read)."""
     page = fire_data.recent(schedule_id, limit, now_ms, cursor)
-    run_ids = [run_id for fire in page.items for run_id in fire.run_ids]
-    return page, {r.run_id: r for r in run_data.get_many(run_ids)}
+    runs = {r.run_id: r for fire in page.items for r in run_data.get_many(fire.app_id, list(fire.run_ids))}
+    return page, runs
 
 
 def fire_with_runs(row: FireModel) -> tuple[Fire, dict[str, TaskRunModel]]:
     """One Fire just written (a trigger's) and its Task Runs by id."""
     fire = fire_data.entity(row)
-    return fire, {r.run_id: r for r in run_data.get_many(list(fire.run_ids))}
+    return fire, {r.run_id: r for r in run_data.get_many(fire.app_id, list(fire.run_ids))}

@@ -219,7 +219,7 @@ def _miss_died_dispatch(schedule_id: str, fire_at_ms: int, now_ms: int) -> None:
             now_ms=now_ms,
             reason=MISSED_REASON,
         )
-    miss(fire, run_data.get_many(fire_data.run_ids_of(fire)), now_ms)
+    miss(fire, run_data.get_many(fire.app_id, fire_data.run_ids_of(fire)), now_ms)
 
 
 def redispatch_interrupted(now: datetime, report: ScheduleScanReport) -> None:
@@ -340,7 +340,7 @@ def settle_late_fires(
             schedule = schedule_data.get(app_id, schedule_id, consistent=True)
             fires_at = {t: fire_data.get(schedule_id, t) for t in sorted(fire_times)}
             runs_at = {
-                t: run_data.get_many(fire_data.run_ids_of(fire))
+                t: run_data.get_many(app_id, fire_data.run_ids_of(fire))
                 if fire is not None
                 else [r for r in late if r.source_id == schedule_id and r.fire_at == t]
                 for t, fire in fires_at.items()

@@ -111,10 +111,10 @@ def _recent_runs(app_id: str, since_ms: int, now_ms: int) -> tuple[list[RunPoint
         cursor = page.last_key
 
 
-def _latencies(runs: Sequence[RunPoint], since_ms: int) -> list[int]:
+def _latencies(app_id: str, runs: Sequence[RunPoint], since_ms: int) -> list[int]:
     values: list[int] = []
     for run in [r for r in runs if r.finished_ms is not None][:LATENCY_RUNS]:
-        page = attempt_data.list_page(run.run_id, PAGE, None)
+        page = attempt_data.list_page(app_id, run.run_id, PAGE, None)
         values.extend(int(a.latency_ms) for a in page.items if int(a.started_at) >= since_ms)
     return values
 
@@ -123,4 +123,4 @@ def delivery_stats(app_id: str, window: Window, now_ms: int) -> dict[str, Any]:
     """The statistics of `window` up to `now_ms` for one App."""
     since = now_ms - WINDOW_MS[window] - BUCKET_MS[window]
     runs, truncated = _recent_runs(app_id, since, now_ms)
-    return summarize(window, now_ms, runs, _latencies(runs, since), truncated)
+    return summarize(window, now_ms, runs, _latencies(app_id, runs, since), truncated)

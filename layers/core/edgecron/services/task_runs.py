@@ -103,7 +103,7 @@ def attempts_page(
 ) -> Page[Attempt]:
     """A run of the App's attempts, oldest first (404 for another App's run)."""
     run = get(app_id, run_id, now_ms)
-    return attempt_data.list_page(run.run_id, limit, cursor)
+    return attempt_data.list_page(run.app_id, run.run_id, limit, cursor)
 
 
 def get(app_id: str, run_id: str, now_ms: int) -> TaskRunModel:

@@ -18,7 +18,6 @@ from edgecron.data.models import EndpointModel, FireModel
 from edgecron.data.queues import DeliveryMessage
 from edgecron.services import fanout, fire_dispatch
 from edgecron_testing.harness import call_api, invoke, load_event, sqs_event
-from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import Pump, app_runs, drain_queues, new_app, queue
 
@@ -341,17 +340,17 @@ def test_a_broadcast_fire_settles_from_a_counter_without_rereading_its_runs_on_e
     read = 0
     real_get_many = run_data.get_many
 
-    def counting_get_many(run_ids: list[str], **kwargs: Any) -> list[Any]:
+    def counting_get_many(app_id: str, run_ids: list[str], **kwargs: Any) -> list[Any]:
         nonlocal read
         read += len(run_ids)
-        return real_get_many(run_ids, **kwargs)
+        return real_get_many(app_id, run_ids, **kwargs)
 
     monkeypatch.setattr(run_data, "get_many", counting_get_many)
     runs = sorted((r for r in app_runs(app_id) if r.source == "schedule"), key=lambda r: r.run_id)
     assert len(runs) == 240
     now_ms = clock.to_ms(clock.now())
     for run in runs:
-        claimed = run_data.claim(app_of_run(run.run_id), run.run_id, now_ms)
+        claimed = run_data.claim(app_id, run.run_id, now_ms)
         assert claimed is not None
         assert run_data.finish(claimed, st.SUCCESS, now_ms, status_code=200)
         fires.run_settled(claimed, st.SUCCESS, now_ms)

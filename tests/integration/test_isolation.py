@@ -84,7 +84,7 @@ def test_admin_routes_need_the_admin_key() -> None:
 def test_list_filters_and_bulk_replay_never_cross_apps(pump: Pump) -> None:
     _, key_a, ids = _a_world()
     _, key_b = new_app("tenant-b")
-    run = TaskRunModel.get(ids["run_id"])
+    run = TaskRunModel.get(ids["app_id"], ids["run_id"])
     run_data.poison(run, run.deliver_at, "made a dead letter for the test")  # at its due time
     for path, query in [
         ("/v1/task-runs", {"endpoint_id": ids["endpoint_id"]}),

@@ -19,7 +19,7 @@ NAMES = {
     "RETRY_POLICIES_TABLE": "t-policies",
     "SCHEDULES_TABLE": "t-schedules",
     "FIRES_TABLE": "t-fires",
-    "TASK_RUNS_TABLE": "t-runs",
+    "RUNS_TABLE": "t-runs",
     "ATTEMPTS_TABLE": "t-attempts",
     "EVENTS_TABLE": "t-events",
     "FANOUT_PAGES_TABLE": "t-pages",
@@ -40,7 +40,7 @@ def test_every_name_is_read_from_its_variable() -> None:
     assert (settings.region, settings.shards, settings.allow_http) == ("eu-west-1", 16, True)
 
 
-@pytest.mark.parametrize("variable", ["TASK_RUNS_TABLE", "DELIVERY_QUEUE_URL", "IDEMPOTENCY_TABLE"])
+@pytest.mark.parametrize("variable", ["RUNS_TABLE", "DELIVERY_QUEUE_URL", "IDEMPOTENCY_TABLE"])
 def test_a_missing_name_fails_with_a_message_naming_the_variable(variable: str) -> None:
     env = {k: v for k, v in NAMES.items() if k != variable}
     with pytest.raises(SettingsError, match=rf"missing environment variable\(s\) {variable}\b"):
@@ -99,11 +99,11 @@ def test_importing_the_data_layer_and_the_api_reads_no_settings() -> None:
 
 def test_the_first_use_of_a_table_without_its_variable_fails_naming_it() -> None:
     code = "from edgecron.data.models import TaskRunModel\nTaskRunModel.describe_table()"
-    env = {k: v for k, v in NAMES.items() if k != "TASK_RUNS_TABLE"}
+    env = {k: v for k, v in NAMES.items() if k != "RUNS_TABLE"}
     result = _python(code, {**env, "AWS_DEFAULT_REGION": "us-east-1"})
     assert result.returncode != 0
     assert "SettingsError" in result.stderr
-    assert "missing environment variable(s) TASK_RUNS_TABLE" in result.stderr
+    assert "missing environment variable(s) RUNS_TABLE" in result.stderr
 
 
 def test_tables_take_their_names_from_the_settings_when_first_used() -> None:

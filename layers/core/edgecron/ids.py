@@ -33,6 +33,23 @@ def deterministic_id(prefix: str, *parts: str) -> str:
     return f"{prefix}_{_b32(int.from_bytes(digest[:16], 'big'), 26)}"
 
 
+def ms_of(object_id: str) -> int | None:
+    """The creation time of a time-sortable id (new_id, keyed_id); None for any other string."""
+    body = object_id.partition("_")[2]
+    if len(body) != 26 or any(c not in _ALPHABET for c in body[:10]):
+        return None
+    value = 0
+    for c in body[:10]:
+        value = value * 32 + _ALPHABET.index(c)
+    return value
+
+
+def time_floor(prefix: str, ms: int) -> str:
+    """Sorts before every time-sortable id with `prefix` created at `ms` or later, after every
+    earlier one."""
+    return f"{prefix}_{_b32(ms, 10)}"
+
+
 def shard_of(key: str, shards: int) -> str:
     """A stable shard number (as the string GSI partition key) for a key."""
     return str(int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest(), "big") % shards)

@@ -12,6 +12,7 @@ from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
 
+from edgecron.data import legacy_runs
 from edgecron.data.conditional import save_if
 from edgecron.data.models import AttemptModel, AttemptRecord, TaskRunModel
 from edgecron.data.paging import Page, query_page
@@ -83,12 +84,20 @@ def as_record(attempt: Attempt) -> AttemptRecord:
     return AttemptRecord(**{name: getattr(attempt, name) for name in _FIELDS})
 
 
-def _first_of(app_id: str, run_id: str) -> Attempt | None:
-    try:
-        run = TaskRunModel.get(run_id, attributes_to_get=["run_id", "app_id", "first_attempt"])
-    except DoesNotExist:
+def _run(
+    app_id: str, run_id: str, *, consistent: bool, attributes: list[str] | None = None
+) -> TaskRunModel | None:
+    if not app_id or not run_id:  # no key names it (DynamoDB refuses an empty key)
         return None
-    if run.app_id != app_id or run.first_attempt is None:
+    try:
+        return TaskRunModel.get(app_id, run_id, consistent_read=consistent, attributes_to_get=attributes)
+    except DoesNotExist:
+        return legacy_runs.get(app_id, run_id, consistent=consistent)
+
+
+def _first_of(app_id: str, run_id: str) -> Attempt | None:
+    run = _run(app_id, run_id, consistent=False, attributes=["run_id", "app_id", "first_attempt"])
+    if run is None or run.first_attempt is None:
         return None
     return _entity(run.first_attempt, run.run_id, run.app_id)
 
@@ -118,12 +127,7 @@ def list_page(app_id: str, run_id: str, limit: int, cursor: dict[str, Any] | Non
 
 def all_of(app_id: str, run_id: str) -> list[Attempt]:
     """Every Attempt of the App's run, in sequence order (strongly consistent reads)."""
-    try:
-        run = TaskRunModel.get(run_id, consistent_read=True)
-    except DoesNotExist:
-        run = None
-    if run is not None and run.app_id != app_id:
-        return []
+    run = _run(app_id, run_id, consistent=True)
     found = [_of_item(a) for a in AttemptModel.query(run_id, consistent_read=True) if a.app_id == app_id]
     if run is not None and run.first_attempt is not None:
         found.append(_entity(run.first_attempt, run.run_id, run.app_id))

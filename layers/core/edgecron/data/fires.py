@@ -46,7 +46,13 @@ def open_shard(schedule_id: str) -> str:
 
 
 def run_id(schedule_id: str, fire_at_ms: int, endpoint_id: str) -> str:
-    """The Task Run of a fire at an Endpoint: the same triple always gives the same id."""
+    """The Task Run of a fire at an Endpoint: the same triple always gives the same id, time-ordered
+    by the fire time (an App's runs are listed in id order)."""
+    return ids.keyed_id("run", fire_at_ms, schedule_id, str(fire_at_ms), endpoint_id)
+
+
+def legacy_run_id(schedule_id: str, fire_at_ms: int, endpoint_id: str) -> str:
+    """The id earlier releases gave that run (not time-ordered), checked while they may have made it."""
     return ids.deterministic_id("run", schedule_id, str(fire_at_ms), endpoint_id)
 
 

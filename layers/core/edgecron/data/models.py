@@ -212,18 +212,6 @@ class WakeIndex(GlobalSecondaryIndex["TaskRunModel"]):
     wake_at = NumberAttribute(range_key=True)
 
 
-class ByAppIndex(GlobalSecondaryIndex["TaskRunModel"]):
-    """Keys only: its keys never change, so no update of a run writes to it; the list fetches the
-    items (data/runs.py::list_page)."""
-
-    class Meta:
-        index_name = "by_app"
-        projection = KeysOnlyProjection()
-
-    app_id = UnicodeAttribute(hash_key=True)
-    created_key = UnicodeAttribute(range_key=True)
-
-
 class DeadLetterIndex(GlobalSecondaryIndex["TaskRunModel"]):
     class Meta:
         index_name = "dead_letters"
@@ -252,12 +240,15 @@ class AttemptRecord(MapAttribute[str, Any]):
 
 
 class TaskRunModel(Model):
+    """Keyed by App, then by run id: run ids are time-ordered (ULID layout, edgecron.ids), so an
+    App's runs are listed, newest first, by querying the table itself."""
+
     class Meta:
-        table_name = _table("task_runs_table")
+        table_name = _table("runs_table")
         region = _REGION
 
-    run_id = UnicodeAttribute(hash_key=True)
-    app_id = UnicodeAttribute()
+    app_id = UnicodeAttribute(hash_key=True)
+    run_id = UnicodeAttribute(range_key=True)
     endpoint_id = UnicodeAttribute()
     source = UnicodeAttribute()  # direct | schedule | event
     source_id = UnicodeAttribute(null=True)  # schedule_id or event_id
@@ -282,14 +273,13 @@ class TaskRunModel(Model):
     created_at = NumberAttribute()
     updated_at = NumberAttribute()
     finished_at = NumberAttribute(null=True)
-    created_key = UnicodeAttribute()
+    created_key = UnicodeAttribute(null=True)  # only runs copied from the table of earlier releases
     dl_app_id = UnicodeAttribute(null=True)
     dead_key = UnicodeAttribute(null=True)
     expires_at = NumberAttribute(null=True)
     first_attempt = AttemptRecord(null=True)  # attempt seq 1 when it fits (data/attempts.py)
     uncounted = BooleanAttribute(null=True)  # a direct run its worker has yet to count (data/usage.py)
     wake = WakeIndex()
-    by_app = ByAppIndex()
     dead_letters = DeadLetterIndex()
 
 
@@ -369,6 +359,7 @@ class UsageModel(Model):
 
 
 RUNS_CHECKED_MONTH = "runs-checked"  # sort key of an App's check mark in UsageTable (never a month)
+RUNS_COPIED_APP = "#runs-copied"  # partition of the upgrade copy's mark in UsageTable (never an App id)
 
 
 class RunsCheckedModel(Model):

@@ -14,9 +14,9 @@ from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
 
-from edgecron import ids
+from edgecron import clock, ids
 from edgecron.config import get_settings
-from edgecron.data import usage
+from edgecron.data import legacy_runs, usage
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import is_alive, run_expires_at_s
 from edgecron.data.keys import alive, time_key, time_window
@@ -26,6 +26,9 @@ from edgecron.domain import run_states as st
 from edgecron.domain.run_listing import BATCH_GET_MAX, MAX_KEYS_PER_PAGE, RunFilter, collect_page
 
 M = TaskRunModel
+
+
+KEY_SETTLE_MS = 60_000  # a run whose id is older than this when it is created gets a `wake` entry
 
 
 def created_key(created_ms: int, run_id: str) -> str:
@@ -50,9 +53,12 @@ def new_run(
     """A pending run; `wake_at_ms` None for a run whose message is sent now (no `wake` entry: the
     scan's check of recent runs finds it if the message is lost); `uncounted` for a billable run its
     worker counts (data/usage.py)."""
+    if wake_at_ms is None and (ids.ms_of(run_id) or 0) < now_ms - KEY_SETTLE_MS:
+        # its id sorts before the runs the scan's check of recent runs may already have passed
+        wake_at_ms = max(deliver_at_ms, now_ms) + get_settings().redispatch_after_sec * 1000
     return M(
-        run_id=run_id,
-        app_id=app_id,
+        app_id,
+        run_id,
         endpoint_id=endpoint_id,
         source=source,
         source_id=source_id,
@@ -65,7 +71,6 @@ def new_run(
         wake_at=wake_at_ms,
         created_at=now_ms,
         updated_at=now_ms,
-        created_key=created_key(now_ms, run_id),
         expires_at=run_expires_at_s(now_ms, deliver_at_ms),
         uncounted=True if uncounted else None,
     )
@@ -112,19 +117,35 @@ def put_cancelled(
     return put_new(run)
 
 
-def put_new(run: TaskRunModel) -> bool:
-    """Create the run unless it exists (deterministic ids make a second create a no-op)."""
+def put_new(run: TaskRunModel, *, legacy_id: str | None = None) -> bool:
+    """Create the run unless it exists (deterministic ids make a second create a no-op). While the
+    table of earlier releases is there, a run it holds (under this id, or `legacy_id`: the id an
+    earlier release gave the same run) exists too."""
+    if legacy_runs.enabled():
+        for old_id in {run.run_id, legacy_id or run.run_id}:
+            if get(run.app_id, old_id, consistent=True) is not None:
+                return False
     return save_if(run, M.run_id.does_not_exist())
+
+
+def _update(run: TaskRunModel, actions: list[Any], condition: Any) -> bool:
+    """A conditional update; a run only the table of earlier releases holds is copied over first
+    (conditionally), and the update tried once more."""
+    if update_if(run, actions, condition):
+        return True
+    now_ms = clock.to_ms(clock.now())  # only the wake time of a copied unfinished run
+    return legacy_runs.copy_up(run.app_id, run.run_id, now_ms) and update_if(run, actions, condition)
 
 
 def get(app_id: str, run_id: str, *, consistent: bool = False) -> TaskRunModel | None:
     """The run `run_id` of this App: every reader knows the App (a message carries it, an API key
     gives it), and another App's run is indistinguishable from none."""
-    try:
-        run = M.get(run_id, consistent_read=consistent)
-    except DoesNotExist:
+    if not app_id or not run_id:  # no key names it (DynamoDB refuses an empty key)
         return None
-    return run if run.app_id == app_id else None
+    try:
+        return M.get(app_id, run_id, consistent_read=consistent)
+    except DoesNotExist:
+        return legacy_runs.get(app_id, run_id, consistent=consistent)
 
 
 def get_for_app(app_id: str, run_id: str, now_ms: int) -> TaskRunModel | None:
@@ -144,11 +165,13 @@ def claim(app_id: str, run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskR
     scan releases the claim then if the worker died. A claim still valid when the run wakes is looked
     at again by the next scans, or at its expiry if that is beyond the scan's window
     (wake_at_claim_expiry). A message naming another App claims nothing."""
+    if not app_id or not run_id:
+        return None
     claim_ms = get_settings().claim_sec * 1000
-    run = M(run_id=run_id)
+    run = M(app_id, run_id)
     waiting_and_due = M.status.is_in(*st.WAITING) & (M.deliver_at <= now_ms + early_ms)
     expired = (M.status == st.RUNNING) & (M.claim_expires_at < now_ms)
-    claimed = update_if(
+    claimed = _update(
         run,
         [
             # first: DynamoDB reads the old status whatever the order, moto in the order given.
@@ -162,7 +185,7 @@ def claim(app_id: str, run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskR
             M.updated_at.set(now_ms),
             M.expires_at.set(run_expires_at_s(now_ms)),
         ],
-        M.run_id.exists() & (M.app_id == app_id) & (waiting_and_due | expired),
+        M.run_id.exists() & (waiting_and_due | expired),
     )
     if not claimed:
         return None
@@ -215,7 +238,7 @@ def finish(
     actions += _counted(run)
     if status in RECOVERABLE:
         actions += _ended_badly_keys(run, status, now_ms)
-    return update_if(run, actions, _owned(run))
+    return _update(run, actions, _owned(run))
 
 
 RECOVERABLE = (st.DEAD_LETTER, st.FAILED)
@@ -258,7 +281,7 @@ def schedule_retry(
     if first_attempt is not None:
         actions.append(M.first_attempt.set(first_attempt))
     actions += _counted(run)
-    return update_if(run, actions, _owned(run))
+    return _update(run, actions, _owned(run))
 
 
 def _ending_uncounted(run: TaskRunModel, actions: list[Any], condition: Any) -> bool:
@@ -266,11 +289,11 @@ def _ending_uncounted(run: TaskRunModel, actions: list[Any], condition: Any) -> 
     write clears it on that condition and the trigger is added after (a crash in between loses the
     count of a run never delivered, never double-counts one); a run counted meanwhile ends as any."""
     if run.uncounted:
-        if update_if(run, [*actions, M.uncounted.remove()], condition & M.uncounted.exists()):
+        if _update(run, [*actions, M.uncounted.remove()], condition & M.uncounted.exists()):
             usage.add(*_usage_key(run))
             return True
         condition &= M.uncounted.does_not_exist()
-    return update_if(run, actions, condition)
+    return _update(run, actions, condition)
 
 
 def cancel(run: TaskRunModel, now_ms: int, reason: str) -> bool:
@@ -285,12 +308,12 @@ def _unstarted() -> Any:
 def cancel_unstarted(run: TaskRunModel, now_ms: int, reason: str) -> bool:
     """Cancel a run no worker has ever taken; False if one claimed it meanwhile (its outcome stands)."""
     actions = [*_terminal_actions(st.CANCELLED, now_ms), M.last_error.set(reason), M.last_error_kind.remove()]
-    return update_if(run, actions, _unstarted())
+    return _update(run, actions, _unstarted())
 
 
 def wake_later(run: TaskRunModel, wake_at_ms: int) -> bool:
     """A run whose message may still be queued behind a backlog: look at it again at `wake_at_ms`."""
-    return update_if(run, [M.wake_at.set(wake_at_ms)], _unstarted() & (M.wake_at == run.wake_at))
+    return _update(run, [M.wake_at.set(wake_at_ms)], _unstarted() & (M.wake_at == run.wake_at))
 
 
 def mark_enqueued(run: TaskRunModel, wake_at_ms: int, now_ms: int | None = None) -> bool:
@@ -298,7 +321,7 @@ def mark_enqueued(run: TaskRunModel, wake_at_ms: int, now_ms: int | None = None)
     actions: list[Any] = [M.wake_at.set(wake_at_ms)]
     if now_ms is not None:
         actions.append(M.enqueued_at.set(now_ms))
-    return update_if(run, actions, M.status.is_in(*st.WAITING) & (M.wake_at == run.wake_at))
+    return _update(run, actions, M.status.is_in(*st.WAITING) & (M.wake_at == run.wake_at))
 
 
 def last_sent_ms(run: TaskRunModel) -> int:
@@ -308,7 +331,7 @@ def last_sent_ms(run: TaskRunModel) -> int:
 
 def release_expired_claim(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:
     """A worker died holding the run and its message is gone: make it deliverable again."""
-    return update_if(
+    return _update(
         run,
         [
             M.status.set(st.PENDING),
@@ -326,7 +349,7 @@ def release_expired_claim(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bo
 
 def wake_at_claim_expiry(run: TaskRunModel) -> bool:
     """The scan woke a run whose claim has not expired yet: look at it again when the claim expires."""
-    return update_if(
+    return _update(
         run,
         [M.wake_at.set(run.claim_expires_at)],
         (M.status == st.RUNNING) & (M.claim_token == run.claim_token) & M.wake_shard.exists(),
@@ -343,25 +366,28 @@ def watch(run: TaskRunModel, wake_at_ms: int, *, enqueued_at: int | None = None)
     actions: list[Any] = [M.wake_shard.set(_shard(run.run_id)), M.wake_at.set(wake_at_ms)]
     if enqueued_at is not None:
         actions.append(M.enqueued_at.set(enqueued_at))
-    return update_if(run, actions, M.wake_shard.does_not_exist() & same)
+    return _update(run, actions, M.wake_shard.does_not_exist() & same)
 
 
-def created_between(app_id: str, after_key: str, until_ms: int, limit: int) -> list[tuple[str, str]]:
-    """(run_id, created_key) of up to `limit` of the App's runs created after `after_key` (a
-    `created_key`, or a bare time key) and at the latest at `until_ms`, oldest first: one query of
-    the keys-only `by_app` index, so it reads the runs of the window and nothing older."""
-    upper = time_key(until_ms + 1)  # every key of a run created at until_ms sorts before it
+def time_floor(ms: int) -> str:
+    """Sorts before the id of every run created at `ms` or later, after every earlier one."""
+    return ids.time_floor("run", ms)
+
+
+def created_between(app_id: str, after_key: str, until_ms: int, limit: int) -> list[TaskRunModel]:
+    """Up to `limit` of the App's runs created after `after_key` (a run id, or a time_floor) and at
+    the latest at `until_ms`, oldest first: one query of the table (keyed by App and time-ordered
+    run id), so it reads the runs of the window and nothing older (eventually consistent: a stale
+    item only makes the check's conditional write fail)."""
+    upper = time_floor(until_ms + 1)
     if after_key >= upper:
         return []
-    entries = M.by_app.query(
-        app_id, M.created_key.between(after_key, upper), limit=limit + 1, page_size=limit + 1
-    )
-    found = [(e.run_id, e.created_key) for e in entries if e.created_key != after_key]
-    return found[:limit]
+    found = M.query(app_id, M.run_id.between(after_key, upper), limit=limit + 1, page_size=limit + 1)
+    return [run for run in found if run.run_id != after_key][:limit]
 
 
 def drop_from_wake_index(run: TaskRunModel) -> bool:
-    return update_if(run, [M.wake_shard.remove(), M.wake_at.remove()], M.status.is_in(*st.TERMINAL))
+    return _update(run, [M.wake_shard.remove(), M.wake_at.remove()], M.status.is_in(*st.TERMINAL))
 
 
 def poison(run: TaskRunModel, now_ms: int, reason: str) -> bool:
@@ -399,7 +425,7 @@ def replay(
         M.updated_at.set(now_ms),
         M.expires_at.set(run_expires_at_s(now_ms)),
     ]
-    return update_if(run, actions, M.status.is_in(*from_statuses))
+    return _update(run, actions, M.status.is_in(*from_statuses))
 
 
 def ended_badly(
@@ -423,8 +449,8 @@ def ended_badly(
     return found, more
 
 
-def _chunks(values: Iterable[str], size: int) -> Iterator[list[str]]:
-    chunk: list[str] = []
+def _chunks(values: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
     for value in values:
         chunk.append(value)
         if len(chunk) == size:
@@ -440,11 +466,11 @@ def wake_due(shard: str, until_ms: int | None) -> Iterator[TaskRunModel]:
     is gone, or whose run left the index or moved past `until_ms` since (the index lags the table),
     is left out."""
     cond = M.wake_at <= until_ms if until_ms is not None else None
-    entries = M.wake.query(shard, range_key_condition=cond)
-    for run_ids in _chunks((entry.run_id for entry in entries), BATCH_GET_MAX):
-        found = {run.run_id: run for run in _batch_get(run_ids, consistent=True)}
-        for run_id in run_ids:
-            run = found.get(run_id)
+    entries = M.wake.query(shard, range_key_condition=cond)  # the entry projects the table key
+    for keys in _chunks(((entry.app_id, entry.run_id) for entry in entries), BATCH_GET_MAX):
+        found = {(run.app_id, run.run_id): run for run in M.batch_get(keys, consistent_read=True)}
+        for key in keys:
+            run = found.get(key)
             if (
                 run is not None
                 and run.wake_shard is not None
@@ -454,13 +480,9 @@ def wake_due(shard: str, until_ms: int | None) -> Iterator[TaskRunModel]:
                 yield run
 
 
-def _by_app_key(entry: TaskRunModel) -> dict[str, Any]:
-    """The `by_app` index key of an entry, in LastEvaluatedKey form (what the cursor carries)."""
-    return {
-        "run_id": {"S": entry.run_id},
-        "app_id": {"S": entry.app_id},
-        "created_key": {"S": entry.created_key},
-    }
+def _table_key(run: TaskRunModel) -> dict[str, Any]:
+    """The table key of a run, in LastEvaluatedKey form (what the cursor carries)."""
+    return {"app_id": {"S": run.app_id}, "run_id": {"S": run.run_id}}
 
 
 def list_page(
@@ -481,19 +503,29 @@ def list_page(
     exactly after it; a page stops after `max_keys` index keys even with fewer runs, so a filter that
     matches little never reads an App's whole history in one request."""
     wanted = RunFilter(app_id, now_ms, status, endpoint_id, source, source_id)
+    read: dict[str, TaskRunModel] = {}
+    Key = tuple[str, dict[str, Any]]
 
-    def read_keys(start: dict[str, Any] | None, size: int) -> tuple[list[TaskRunModel], Any]:
-        result = M.by_app.query(
+    def read_keys(start: dict[str, Any] | None, size: int) -> tuple[list[Key], Any]:
+        if legacy_runs.is_list_cursor(start):  # the runs of earlier releases, after all the others
+            return legacy_runs.list_keys(app_id, start or {}, size)
+        result = M.query(
             app_id, scan_index_forward=False, last_evaluated_key=start, limit=size, page_size=size
         )
-        entries = list(result)
-        return entries, result.last_evaluated_key
+        runs = list(result)
+        read.update((run.run_id, run) for run in runs)
+        after = result.last_evaluated_key
+        if after is None and legacy_runs.enabled():
+            after = legacy_runs.list_from_top(app_id)
+        return [(run.run_id, _table_key(run)) for run in runs], after
 
-    def fetch(entries: list[TaskRunModel]) -> dict[str, TaskRunModel]:
-        return {run.run_id: run for run in get_many(app_id, [e.run_id for e in entries], consistent=False)}
+    def fetch(keys: list[Key]) -> dict[str, TaskRunModel]:
+        if keys and legacy_runs.is_list_cursor(keys[0][1]):
+            return legacy_runs.not_copied(app_id, [run_id for run_id, _ in keys])
+        return {run_id: read[run_id] for run_id, _ in keys}  # the query read the items themselves
 
     items, last_key = collect_page(
-        read_keys, fetch, lambda e: e.run_id, _by_app_key, wanted, limit, cursor, max_keys
+        read_keys, fetch, lambda k: k[0], lambda k: k[1], wanted, limit, cursor, max_keys
     )
     return Page(items=items, last_key=last_key)
 
@@ -524,11 +556,16 @@ def get_many(app_id: str, run_ids: list[str], *, consistent: bool = True) -> lis
     """The App's runs among `run_ids`: batch reads (in pages of 100), strongly consistent unless
     told; runs that do not exist, or are another App's, are left out, and the order is not the
     order of `run_ids`."""
-    return [run for run in _batch_get(run_ids, consistent=consistent) if run.app_id == app_id]
-
-
-def _batch_get(run_ids: list[str], *, consistent: bool) -> list[TaskRunModel]:
     out: list[TaskRunModel] = []
+    if not app_id:
+        return out
+    run_ids = [run_id for run_id in run_ids if run_id]
     for start in range(0, len(run_ids), BATCH_GET_MAX):
-        out.extend(M.batch_get(run_ids[start : start + BATCH_GET_MAX], consistent_read=consistent))
+        keys = [(app_id, run_id) for run_id in run_ids[start : start + BATCH_GET_MAX]]
+        out.extend(M.batch_get(keys, consistent_read=consistent))
+    if legacy_runs.enabled():  # runs of earlier releases not copied yet
+        found = {run.run_id for run in out}
+        out.extend(
+            r for i in run_ids if i not in found and (r := legacy_runs.get(app_id, i, consistent=consistent))
+        )
     return out

@@ -27,7 +27,13 @@ from edgecron.services.task_runs import check_payload
 
 
 def run_id_for(event_id: str, endpoint_id: str) -> str:
-    """The Task Run of an Event at an Endpoint: the same pair always gives the same id."""
+    """The Task Run of an Event at an Endpoint: the same pair always gives the same id, time-ordered
+    by the Event's creation (an App's runs are listed in id order)."""
+    return ids.keyed_id("run", ids.ms_of(event_id) or 0, event_id, endpoint_id)
+
+
+def legacy_run_id_for(event_id: str, endpoint_id: str) -> str:
+    """The id earlier releases gave that run (not time-ordered), checked while they may have made it."""
     return ids.deterministic_id("run", event_id, endpoint_id)
 
 

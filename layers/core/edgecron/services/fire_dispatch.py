@@ -255,7 +255,9 @@ def put_fire_run(
         fire_at=fire_at_ms,
         retry_policy_id=schedule.retry_policy_id,
     )
-    return run_data.put_new(run)
+    return run_data.put_new(
+        run, legacy_id=fire_data.legacy_run_id(schedule.schedule_id, fire_at_ms, endpoint_id)
+    )
 
 
 def _cancel_runs(fire: FireModel, now_ms: int) -> None:

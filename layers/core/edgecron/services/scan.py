@@ -12,10 +12,9 @@ from datetime import datetime
 
 from edgecron import clock
 from edgecron.config import Settings, get_settings
+from edgecron.data import legacy_runs, run_checks
 from edgecron.data import queues as queue_data
-from edgecron.data import run_checks
 from edgecron.data import runs as run_data
-from edgecron.data.keys import time_key
 from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
@@ -39,6 +38,7 @@ FIRST_CHECK_SEC = 3_600  # an App without a check mark (new, or an upgraded stac
 @dataclass
 class ScanReport:
     runs_checked: int = 0
+    runs_copied: int = 0
     runs_watched: int = 0
     runs_enqueued: int = 0
     claims_released: int = 0
@@ -67,6 +67,7 @@ def run_scan(
             "runs": run_work(now, report, rebuild=rebuild),
             "schedules": fire_pipeline.schedule_work(now, schedules),
             "interrupted": fire_pipeline.interrupted_work(now, schedules),
+            "upgrade copy": copy_work(now, report),
         },
         budget,
     )
@@ -79,6 +80,16 @@ def run_scan(
         logger.warning("scan stopped at its deadline", extra={"unfinished": report.unfinished})
     logger.info("scan finished", extra={"report": report.__dict__})
     return report
+
+
+def copy_work(now: datetime, report: ScanReport) -> Work:
+    """While a stack upgrades: the copy of the Task Runs of earlier releases goes on, one page a step."""
+    while legacy_runs.enabled():
+        copied, done = legacy_runs.copy_step(clock.to_ms(now))
+        report.runs_copied += copied
+        yield
+        if done:
+            return
 
 
 def dispatch_runs(now: datetime, report: ScanReport, *, rebuild: bool = False) -> None:
@@ -185,26 +196,20 @@ def check_recent_runs(tick: _Tick) -> Work:
 
 
 def _check_app(tick: _Tick, app_id: str, created_at: int, mark: str | None, until: int) -> Work:
-    after = mark or time_key(max(created_at - 1, until - FIRST_CHECK_SEC * 1000))
+    after = _resume_from(mark) or run_data.time_floor(max(created_at - 1, until - FIRST_CHECK_SEC * 1000))
     moved = False
     while batch := run_data.created_between(app_id, after, until, CHECK_BATCH):
-        # eventually consistent (half the read units): a stale item only makes check_one's
-        # conditional write fail, and a run that finished since needs nothing
-        ids = [run_id for run_id, _ in batch]
-        found = {run.run_id: run for run in run_data.get_many(app_id, ids, consistent=False)}
-        for run_id, _ in batch:
-            run = found.get(run_id)
-            if run is not None:
-                try:
-                    check_one(run, tick)
-                except Exception:
-                    tick.report.item_failures += 1
-                    item_failed("run", run_id)
-                if len(tick.outbox) >= 10:
-                    flush(tick.outbox, tick.report)
+        for run in batch:
+            try:
+                check_one(run, tick)
+            except Exception:
+                tick.report.item_failures += 1
+                item_failed("run", run.run_id)
+            if len(tick.outbox) >= 10:
+                flush(tick.outbox, tick.report)
             yield
         tick.report.runs_checked += len(batch)
-        after = batch[-1][1]
+        after = batch[-1].run_id
         if not tick.rebuild:
             run_checks.set_checked_key(app_id, after)
             moved = True
@@ -213,6 +218,14 @@ def _check_app(tick: _Tick, app_id: str, created_at: int, mark: str | None, unti
     if mark is None and not moved and not tick.rebuild:
         run_checks.set_checked_key(app_id, after)  # once per App: later ticks start from here
     yield
+
+
+def _resume_from(mark: str | None) -> str | None:
+    """Where the check of an App goes on: its mark, a run id; a mark an earlier release left (a
+    `<ms>#<run id>` key) is read as the time it names."""
+    if mark and mark[:1].isdigit():
+        return run_data.time_floor(int(mark.partition("#")[0]))
+    return mark
 
 
 def check_one(run: TaskRunModel, tick: _Tick) -> None:

@@ -386,7 +386,7 @@ def schedule_steps(
         # the write rate on each sharded index at the peak, from the scheduled path's index writes
         due_wcu = peak_fires_s * fire_index.get("SchedulesTable", 0.0) / a.endpoints_per_fire
         open_wcu = peak_fires_s * fire_index.get("FiresTable", 0.0) / a.endpoints_per_fire
-        wake_wcu = deliveries_peak_s * max(0.0, fire_index.get("TaskRunsTable", 0.0) - 1.0)
+        wake_wcu = deliveries_peak_s * fire_index.get("RunsTable", 0.0)  # its only index is `wake`
         busiest = max(due_wcu, open_wcu, wake_wcu)
         app_share = 1 / max(1, a.apps)
         out.append(
@@ -460,7 +460,7 @@ def delivery_steps(
         concurrency = peak_s / records * batch_s
         monthly = per_day * MONTH_DAYS / 1e6
         wru_s = peak_s * direct["wru"]
-        runs_table_wcu = peak_s * direct["wru_table_by_table"].get("TaskRunsTable", 0.0)
+        runs_table_wcu = peak_s * direct["wru_table_by_table"].get("RunsTable", 0.0)
         row: dict[str, Any] = {
             "deliveries_per_day": per_day,
             "mean_per_s": round(mean_s, 1),
@@ -474,7 +474,10 @@ def delivery_steps(
             "dynamodb_requests_per_s_peak": round(peak_s * direct["dynamodb_requests"]),
             "wru_per_s_peak": round(wru_s),
             "task_runs_table_wcu_per_s_peak": round(runs_table_wcu),
-            "by_app_wcu_per_app_peak": round(peak_s * app_share * 1.0),
+            # every write of an App's runs lands in its partition of the Task Runs table
+            "by_app_wcu_per_app_peak": round(
+                peak_s * app_share * direct["wru_table_by_table"].get("RunsTable", 0.0)
+            ),
             "usage_item_wcu_per_app_peak": round(
                 peak_s * app_share * direct["wru_table_by_table"].get("UsageTable", 0.0)
             ),
@@ -639,7 +642,7 @@ def markdown(data: dict[str, Any]) -> str:
     lines += [
         "",
         "| deliveries a day | busiest second | worker concurrency | messages in flight | SQS requests/s "
-        "| DynamoDB WRU/s | TaskRuns table WCU/s | per App: `by_app` / usage item WCU/s, Endpoint reads/s "
+        "| DynamoDB WRU/s | TaskRuns table WCU/s | per App: runs partition / usage item WCU/s, Endpoint reads/s "
         "| 90-day history |",
         "|---|---|---|---|---|---|---|---|---|",
     ]

@@ -45,7 +45,7 @@ def _snapshot_statuses(stack: LocalStackProcess, run_ids: list[str]) -> dict[str
     except (FileNotFoundError, ValueError):
         return {}
     out: dict[str, str] = {}
-    for item in document["tables"].get("TaskRunsTable", []):
+    for item in document["tables"].get("RunsTable", []):
         run_id = item.get("run_id", {}).get("S")
         if run_id in run_ids:
             out[run_id] = item["status"]["S"]

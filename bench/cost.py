@@ -236,7 +236,7 @@ def _create_direct_runs(
 
 def _check_recent_runs() -> None:
     """The scan's check of recent runs reads every run sent at its creation once, a few minutes
-    later (the keys-only `by_app` index, a batch get, the App's mark): priced with the deliveries.
+    later (a query of the App's runs, the App's mark): priced with the deliveries.
     Run with the clock moved past the check's lag, as the scan's share (no Lambda invocation: the
     scan runs every minute anyway, see the fixed monthly floor)."""
     from edgecron import clock

@@ -1,6 +1,6 @@
 """Where the scan's check of recent runs stands, per App. Runs whose message is sent when they are
-created have no `wake` entry; the scan reads each App's runs created since its mark (the `by_app`
-index, keys only) and gives any still unfinished the entry it would have had. The mark moves only
+created have no `wake` entry; the scan reads each App's runs created since its mark (a query of
+the App's partition of the Task Runs table) and gives any still unfinished the entry it would have had. The mark moves only
 after a batch is handled, so a tick that stops early re-reads that batch (every write is conditional)."""
 
 from __future__ import annotations

@@ -3,8 +3,10 @@ both win. The `wake` index (docs/data-model.md) tells the scan when to look at a
 whose message is sent when it is created has no entry until the scan's check of recent runs
 (`created_between`, `watch`) finds it still unfinished.
 
-The `wake` and `by_app` indexes project keys only, so a claim or a result never rewrites their
-entries; their readers (wake_due, list_page) fetch the items by key."""
+The table is keyed by App and time-ordered run id, so an App's runs are read by querying the table
+(list_page, created_between); the `wake` index projects keys only, so a claim or a result never
+rewrites its entry, and wake_due fetches the items by key. While a stack upgrades, the table of
+earlier releases is read and copied from (data/legacy_runs.py)."""
 
 from __future__ import annotations
 
@@ -497,11 +499,12 @@ def list_page(
     source_id: str | None = None,
     max_keys: int = MAX_KEYS_PER_PAGE,
 ) -> Page[TaskRunModel]:
-    """Up to `limit` of the App's runs matching the filters, newest first. Reads the keys-only
-    `by_app` index in batches, fetches the items (eventually consistent, like the index) and filters
-    them here. The cursor (the index key of the last run returned, or of the last key read) resumes
-    exactly after it; a page stops after `max_keys` index keys even with fewer runs, so a filter that
-    matches little never reads an App's whole history in one request."""
+    """Up to `limit` of the App's runs matching the filters, newest first. Queries the App's partition
+    in batches (eventually consistent) and filters here; while a stack upgrades, the runs of the
+    table of earlier releases not copied yet follow. The cursor (the key of the last run returned,
+    or of the last run read) resumes exactly after it; a page stops after `max_keys` runs read even
+    with fewer matching, so a filter that matches little never reads an App's whole history in one
+    request."""
     wanted = RunFilter(app_id, now_ms, status, endpoint_id, source, source_id)
     read: dict[str, TaskRunModel] = {}
     Key = tuple[str, dict[str, Any]]

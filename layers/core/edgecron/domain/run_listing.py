@@ -1,6 +1,5 @@
-"""Listing an App's Task Runs from the keys-only `by_app` index (docs/data-model.md): the index gives
-run ids newest first, the items are fetched in batches, and the filters are applied here (pure logic;
-the reads are in data/runs.py::list_page)."""
+"""Listing an App's Task Runs (docs/data-model.md): keys are read newest first in batches, their
+items fetched, and the filters applied here (pure logic; the reads are in data/runs.py::list_page)."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ from edgecron.services.scan_work import (
     run_fairly,
 )
 
-CHECK_BATCH = 100  # runs read per `by_app` query and batch get of the check of recent runs
+CHECK_BATCH = 100  # runs read per query of the check of recent runs
 SETTLE_SEC = 150  # a create reads the clock before its put lands: longer than the fan-out's timeout
 FIRST_CHECK_SEC = 3_600  # an App without a check mark (new, or an upgraded stack): look back this far
 
@@ -179,7 +179,7 @@ class _Tick:
 def check_recent_runs(tick: _Tick) -> Work:
     """Runs sent at their creation (direct runs due within the look-ahead, Event runs) have no `wake`
     entry. Per App, read the runs created since the App's check mark and at least check_lag_ms ago
-    (the keys-only `by_app` index, then eventually consistent batch gets), give each one still unfinished the
+    (a query of the App's partition of the table, eventually consistent), give each one still unfinished the
     entry it would have had, and handle it as the wake walk would; then move the mark. Reads grow
     with the Apps (one batch read of marks per 100, one query per App with runs after its mark) and
     the runs created since the last tick, not with an App's history. `rebuild` (every message is

@@ -161,6 +161,18 @@ def test_update_expressions_parse_and_copy_to_the_same_trees() -> None:
 
 
 @pytest.mark.usefixtures("speedups")
+def test_a_fresh_parse_is_its_validators_own_and_later_copies_are_the_parse_as_it_was() -> None:
+    expected = _tree(copy.deepcopy(UpdateExpressionParser.make(EXPRESSIONS[0])))
+    tree = UpdateExpressionParser.make(EXPRESSIONS[0])
+    assert dynamodb_validators.deepcopy(tree) is tree  # the first copy: nobody else holds the tree
+    tree.children[0].children = None  # what a validator does to its tree, in effect
+    again = dynamodb_validators.deepcopy(tree)
+    assert again is not tree and _tree(again) == expected
+    assert dynamodb_validators.deepcopy(again) is not again  # a copy is not fresh from the parse
+    assert _tree(dynamodb_validators.deepcopy(again)) == expected
+
+
+@pytest.mark.usefixtures("speedups")
 def test_updates_apply_with_the_cached_parse() -> None:
     from moto.dynamodb.models import DynamoDBBackend
 

@@ -20,7 +20,10 @@ when moto no longer has what it replaces:
   tree (`copy.deepcopy`, about 0.6 ms for EdgeCron's expressions). Each expression is now parsed once
   and kept pickled (the same few expressions come back all the time): every parse returns a fresh
   tree unpickled from it, and the validator copies the tree with a pickle round trip. Same trees, a
-  fifth of the time.
+  fifth of the time. A tree fresh from that cache belongs to nobody else, so the validator's first
+  copy of it is the tree itself, and any later copy is unpickled from the parse it came from (the
+  validator changes its tree as it goes): one round trip less per UpdateItem, about 5 % of the
+  stack's CPU under load.
 - Every moto call lists the methods of its response class with `inspect.getmembers`; the list of a
   class is now computed once.
 - DynamoDB UpdateItem validates its tree with ten processors, each walking the whole tree and
@@ -194,6 +197,8 @@ def _install_dynamodb_serializer() -> None:
 
 # The UpdateExpression each tree parsed from the cache (and each validator's copy of it) came from.
 _expression_of: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+# A tree unpickled from the cache -> its pickle, and whether a copy of it was handed out yet.
+_made_from: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
 
 
 def _pickled(tree: Any) -> bytes | None:
@@ -220,6 +225,7 @@ def _install_update_expression_cache() -> None:
             if blob is not None:
                 tree = pickle.loads(blob)  # noqa: S301 - our own pickle of moto's parse tree
                 _expression_of[tree] = expression
+                _made_from[tree] = [blob, False]
                 return tree
         return parse(cls, expression)
 
@@ -233,6 +239,15 @@ def _install_update_expression_copy() -> None:
 
     def deepcopy(value: Any, memo: dict[int, Any] | None = None) -> Any:
         if memo is None and type(value) is tree_type:
+            source = _made_from.get(value)
+            if source is not None:
+                blob, handed_out = source
+                if not handed_out:  # nobody else holds it: the validator may have it as it is
+                    source[1] = True
+                    return value
+                copied = pickle.loads(blob)  # noqa: S301 - the tree as parsed, before any change
+                _expression_of[copied] = _expression_of[value]
+                return copied
             blob = _pickled(value)
             if blob is not None:
                 copied = pickle.loads(blob)  # noqa: S301 - our own pickle of moto's parse tree

@@ -269,3 +269,48 @@ def test_a_buffered_fire_starts_even_if_the_worker_settling_the_open_one_dies(
     tick(fixed, pump, at(20, 40))
     assert [st for _, st, _ in statuses(key, s["id"])][:2] == ["COMPLETED", "COMPLETED"]
     assert len(receiver.received("/slow")) == 3
+
+
+def test_a_pause_cancels_the_buffered_fire_and_after_resume_the_next_fire_starts(
+    receiver: Receiver, pump: Pump, fixed: clock.FixedClock
+) -> None:
+    _, key = new_app("overlap-pause")
+    s = slow_run_schedule(key, receiver, "BUFFER_ONE")
+    for minute in (0, 5):
+        tick(fixed, pump, at(minute))
+    assert [st for _, st, _ in statuses(key, s["id"])] == ["RUNNING", "BUFFERED"]
+    fixed.set(at(6))
+    assert call_api("POST", f"/v1/schedules/{s['id']}/pause", key=key).status == 200
+    assert [st for _, st, _ in statuses(key, s["id"])] == ["CANCELLED", "CANCELLED"]
+    assert call_api("POST", f"/v1/schedules/{s['id']}/resume", key=key).status == 200
+    tick(fixed, pump, at(10))
+    assert statuses(key, s["id"])[-1] == ("12:10:00", "COMPLETED", 1)
+    assert len(receiver.received("/slow")) == 2  # 12:00 once (its retry was cancelled), 12:10 once
+
+
+def test_skip_applies_to_a_schedule_bound_to_every_endpoint(
+    receiver: Receiver, pump: Pump, fixed: clock.FixedClock
+) -> None:
+    _, key = new_app("overlap-broadcast")
+    receiver.script("/all", Reply(503), Reply(200))
+    retry = call_api(
+        "POST",
+        "/v1/retry-policies",
+        key=key,
+        body={"max_attempts": 3, "base_delay_sec": 1200, "max_delay_sec": 1200},
+    ).body["id"]
+    endpoint(key, receiver.url("/all"), retry_policy_id=retry)
+    s = schedule(key, cron=EVERY_5_MIN, overlap_policy="SKIP")  # no endpoint_ids: every Endpoint
+    for minute in (0, 5, 10, 15):
+        tick(fixed, pump, at(minute))
+    assert [st for _, st, _ in statuses(key, s["id"])] == ["RUNNING", "SKIPPED", "SKIPPED", "SKIPPED"]
+    assert len(receiver.received("/all")) == 1
+    tick(fixed, pump, at(20), deliveries_first=True)
+    assert [st for _, st, _ in statuses(key, s["id"])] == [
+        "COMPLETED",
+        "SKIPPED",
+        "SKIPPED",
+        "SKIPPED",
+        "COMPLETED",
+    ]
+    assert len(receiver.received("/all")) == 3

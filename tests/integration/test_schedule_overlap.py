@@ -314,3 +314,22 @@ def test_skip_applies_to_a_schedule_bound_to_every_endpoint(
         "COMPLETED",
     ]
     assert len(receiver.received("/all")) == 3
+
+
+def test_an_admission_cut_short_after_taking_the_turn_is_finished_by_the_scan(
+    receiver: Receiver, pump: Pump, fixed: clock.FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, key = new_app("overlap-admission-crash")
+    ep = endpoint(key, receiver.url("/ok"))
+    s = schedule(key, cron=EVERY_5_MIN, endpoint_ids=[ep], overlap_policy="SKIP")
+    fixed.set(at(0))
+    invoke("scan", {"detail": {}})
+    with monkeypatch.context() as m:
+        m.setattr(fire_overlap.fire_data, "admit", _dies("admit"))
+        with pytest.raises(BatchProcessingError, match="worker died"):
+            pump.once("FanoutQueue", "fanout", batch=1)
+    assert statuses(key, s["id"]) == [("12:00:00", "SCHEDULED", 0)]
+    assert receiver.received("/ok") == []
+    tick(fixed, pump, at(0, 40))  # the scan re-drives it: the turn it took is its own
+    assert statuses(key, s["id"]) == [("12:00:00", "COMPLETED", 1)]
+    assert len(receiver.received("/ok")) == 1

@@ -151,6 +151,11 @@ class ScheduleModel(Model):
     end_at = NumberAttribute(
         null=True
     )  # no fire after this time (ms); past it the schedule is ENDED  # why it was paused (by a user or by failures)
+    jitter_sec = NumberAttribute(null=True)  # each fire is due at an offset in [0, jitter_sec)
+    overlap_policy = UnicodeAttribute(null=True)  # null: ALLOW
+    # the overlap slot (SKIP, BUFFER_ONE): the Fire admitted last while open, and the one waiting
+    overlap_running_at = NumberAttribute(null=True)
+    overlap_buffered_at = NumberAttribute(null=True)
     next_fire_at = NumberAttribute(null=True)
     due_shard = UnicodeAttribute(null=True)
     finished = BooleanAttribute(default=False)
@@ -196,6 +201,9 @@ class FireModel(Model):
     error = UnicodeAttribute(null=True)
     counted = BooleanAttribute(default=False)
     manual = BooleanAttribute(null=True)  # triggered by hand, outside the cron times
+    due_at = NumberAttribute(null=True)  # when its runs are due (fire_at + jitter); null: at fire_at
+    overlap = UnicodeAttribute(null=True)  # the overlap policy it was created under (null: ALLOW)
+    admitted_at = NumberAttribute(null=True)  # when the overlap policy let it start
     expires_at = NumberAttribute(null=True)
     open_fires = OpenFiresIndex()
 

@@ -149,6 +149,11 @@ def after_settle(fire: FireModel, final: str, now_ms: int, error: str | None) ->
             _auto_paused(fire, failures, error, now_ms)
     if schedule.cron is None and schedule.next_fire_at is None:
         schedule_data.finish_one_time(fire.app_id, fire.schedule_id, now_ms)
+    if fire.overlap is not None:  # it held its schedule's overlap slot: the buffered one starts
+        # imported here: starting a Fire needs the dispatch, which itself settles Fires through here
+        from edgecron.services import fire_overlap
+
+        fire_overlap.release(fire, now_ms)
 
 
 def auto_pause_reason(failures: int, error: str | None) -> str:
@@ -231,6 +236,11 @@ def cancel_fire(fire: FireModel, now_ms: int, reason: str) -> int:
             elif run.status in st.CANCELLABLE and run_data.cancel(run, now_ms, reason):
                 cancelled += 1
     counted_runs_ended(fire, cancelled + ended)
+    # a gated Fire never let start has no runs to settle from (a broadcast one has none at all)
+    if fire_data.waits_for_admission(fire) and fire_data.settle_unadmitted(
+        fire, fire_data.CANCELLED, now_ms, reason
+    ):
+        return cancelled
     settle_if_done(fire, now_ms)
     return cancelled
 

@@ -265,6 +265,7 @@ def is_late_first_delivery(run: TaskRunModel, now_ms: int) -> bool:
         run.source == "schedule"
         and run.status == st.PENDING
         and int(run.total_attempts) == 0
+        and not run.flow_held  # flow control holds it back: late by design, never lost
         and run.fire_at is not None
         and int(run.fire_at) < now_ms - int(GRACE.total_seconds() * 1000)
     )

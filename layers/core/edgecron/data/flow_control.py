@@ -1,0 +1,110 @@
+"""The shared flow-control state of an Endpoint (domain/flow_control.py): one item per Endpoint in the
+Endpoints table, under its own partition, written only by conditional updates so every worker sees
+the same rate and the same leases. An Endpoint without limits never reads or writes it."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from pynamodb.expressions.condition import size
+
+from edgecron.data.conditional import update_if
+from edgecron.data.models import FlowControlModel
+from edgecron.domain.flow_control import expired_leases, granted_slot, is_continuation
+
+M = FlowControlModel
+FLOW_PARTITION = "flow#"  # no App id contains "#", so this partition is never an App's
+_GRANT_ROUNDS = 4  # each round is two writes; only a tat moved twice by others in between needs more
+
+# The last tat this process saw per Endpoint: a hint that picks which of the two conditional writes
+# to try first (tat only grows, so a hint at or after now is always right). A wrong guess costs one
+# more write, never a wrong slot: the state itself is the shared item.
+_tat_hints: dict[tuple[str, str], int] = {}
+_hints_lock = threading.Lock()
+
+
+def _item(app_id: str, endpoint_id: str) -> FlowControlModel:
+    return M(app_id=FLOW_PARTITION + app_id, endpoint_id=endpoint_id)
+
+
+def take_slot(app_id: str, endpoint_id: str, now_us: int, interval_us: int) -> int:
+    """Grant the next rate slot (microseconds): `max(tat, now)`, moving tat to slot + interval in one
+    conditional update (two variants: continue from tat, or start afresh at now)."""
+    key = (app_id, endpoint_id)
+    with _hints_lock:
+        continuation = is_continuation(_tat_hints.get(key), now_us)
+    for _ in range(_GRANT_ROUNDS):
+        for variant in (continuation, not continuation):
+            item = _item(app_id, endpoint_id)
+            if variant:
+                granted = update_if(item, [M.tat.set(M.tat + interval_us)], M.tat >= now_us)
+            else:
+                granted = update_if(
+                    item, [M.tat.set(now_us + interval_us)], M.tat.does_not_exist() | (M.tat < now_us)
+                )
+            if granted:
+                tat = int(item.tat)
+                with _hints_lock:
+                    _tat_hints[key] = tat
+                return granted_slot(tat, interval_us)
+    raise RuntimeError(f"no rate slot granted for {endpoint_id}: its state kept changing")
+
+
+def acquire_lease(
+    app_id: str, endpoint_id: str, run_id: str, expires_at_ms: int, max_in_flight: int, now_ms: int
+) -> bool:
+    """Hold one of the Endpoint's `max_in_flight` leases for `run_id` until `expires_at_ms` (a run
+    that already holds one keeps it). When none is free, the leases of workers that died (expired)
+    are pruned and the acquire is tried once more; False: every lease is held."""
+    if _try_acquire(app_id, endpoint_id, run_id, expires_at_ms, max_in_flight):
+        return True
+    current = _read(app_id, endpoint_id)
+    leases = _leases_of(current)
+    if current is None or current.leases is None:  # the Endpoint's first lease: make its map
+        update_if(_item(app_id, endpoint_id), [M.leases.set(M.leases | {})], M.leases.does_not_exist())
+    else:
+        stale = expired_leases(leases, now_ms)
+        if not stale:
+            return False
+        still_stale: Any = None
+        for stale_id, expiry in stale.items():
+            same = M.leases[stale_id] == expiry
+            still_stale = same if still_stale is None else still_stale & same
+        update_if(_item(app_id, endpoint_id), [M.leases[r].remove() for r in stale], still_stale)
+    return _try_acquire(app_id, endpoint_id, run_id, expires_at_ms, max_in_flight)
+
+
+def _try_acquire(app_id: str, endpoint_id: str, run_id: str, expires_at_ms: int, max_in_flight: int) -> bool:
+    free = M.leases.exists() & (size(M.leases) < max_in_flight)
+    held_or_free = M.leases[run_id].exists() | free
+    return update_if(_item(app_id, endpoint_id), [M.leases[run_id].set(expires_at_ms)], held_or_free)
+
+
+def release_lease(app_id: str, endpoint_id: str, run_id: str) -> bool:
+    """Give the lease back once the delivery's result is recorded (False: it had expired and was
+    pruned, or the Endpoint was deleted)."""
+    return update_if(_item(app_id, endpoint_id), [M.leases[run_id].remove()], M.leases[run_id].exists())
+
+
+def _read(app_id: str, endpoint_id: str) -> FlowControlModel | None:
+    try:
+        return M.get(FLOW_PARTITION + app_id, endpoint_id, consistent_read=True)
+    except M.DoesNotExist:
+        return None
+
+
+def _leases_of(row: FlowControlModel | None) -> dict[str, int]:
+    if row is None or row.leases is None:
+        return {}
+    return {str(k): int(v) for k, v in row.leases.as_dict().items()}
+
+
+def leases(app_id: str, endpoint_id: str) -> dict[str, int]:
+    """The leases on record (expired ones included), for tests and operators."""
+    return _leases_of(_read(app_id, endpoint_id))
+
+
+def delete(app_id: str, endpoint_id: str) -> None:
+    """The Endpoint is gone: so is its flow-control state."""
+    _item(app_id, endpoint_id).delete()

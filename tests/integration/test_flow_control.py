@@ -7,6 +7,7 @@ that dies holding a lease blocks nothing past its claim."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 import uuid
@@ -313,3 +314,13 @@ def test_a_slot_beyond_the_queue_delay_waits_on_the_wake_index(
     fixed.advance(1_000)
     invoke("worker", sqs_event([_message(run_ids[-1], app_id)], queue("RetryQueue").arn))
     assert call_api("GET", f"/v1/task-runs/{run_ids[-1]}", key=key).body["status"] == "success"
+
+
+def test_slots_asked_for_at_once_are_distinct_and_an_interval_apart() -> None:
+    app_id, ep_id, interval = "app_flowslots", f"ep_{uuid.uuid4().hex[:12]}", 250_000
+    now_us = clock.to_ms(clock.now()) * 1000
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        slots = sorted(pool.map(lambda _: flow_data.take_slot(app_id, ep_id, now_us, interval), range(10)))
+    assert [b - a for a, b in itertools.pairwise(slots)] == [interval] * 9
+    assert slots[0] >= now_us
+    assert tat(app_id, ep_id) == slots[-1] + interval  # the shared item holds the next free slot

@@ -324,3 +324,18 @@ def test_slots_asked_for_at_once_are_distinct_and_an_interval_apart() -> None:
     assert [b - a for a, b in itertools.pairwise(slots)] == [interval] * 9
     assert slots[0] >= now_us
     assert tat(app_id, ep_id) == slots[-1] + interval  # the shared item holds the next free slot
+
+
+def test_leases_asked_for_at_once_never_exceed_the_limit_and_come_back() -> None:
+    app_id, ep_id = "app_flowleases", f"ep_{uuid.uuid4().hex[:12]}"
+    now_ms = clock.to_ms(clock.now())
+    run_ids = [f"run_{i:02d}" for i in range(10)]
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        held = list(
+            pool.map(lambda r: flow_data.acquire_lease(app_id, ep_id, r, now_ms + 60_000, 4, now_ms), run_ids)
+        )
+    assert held.count(True) == 4
+    assert set(flow_data.leases(app_id, ep_id)) == {r for r, h in zip(run_ids, held, strict=True) if h}
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        list(pool.map(lambda r: flow_data.release_lease(app_id, ep_id, r), run_ids))  # unheld ones too
+    assert flow_data.leases(app_id, ep_id) == {}

@@ -5,6 +5,7 @@ the same rate and the same leases. An Endpoint without limits never reads or wri
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -35,52 +36,61 @@ def _item(app_id: str, endpoint_id: str) -> FlowControlModel:
     return M(app_id=FLOW_PARTITION + app_id, endpoint_id=endpoint_id)
 
 
-class _Grants:
-    """The slot requests of one Endpoint in this process. The deliveries of a worker batch ask at
-    once: the first one writes for every request waiting by then (one update grants k slots), the
-    others wait for its answer, so a batch of ten costs one or two writes instead of ten, and the
-    hint is never stale between them. The slots themselves are still granted by the shared item."""
+class _Together[Req, Res]:
+    """Requests of one kind for one Endpoint in this process, written together. The deliveries of a
+    worker batch ask at once: the first one writes for every request waiting by then, the others wait
+    for its answer, so a batch of ten costs one or two writes instead of ten (and the rate's hint is
+    never stale between them). What is granted is still decided by the shared item's conditions."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.waiting: list[Future[int]] = []
+        self.waiting: list[tuple[Req, Future[Res]]] = []
         self.busy = False
 
+    def ask(self, request: Req, write: Callable[[list[Req]], list[Res]]) -> Res:
+        mine: Future[Res] = Future()
+        with self.lock:
+            self.waiting.append((request, mine))
+            leader = not self.busy
+            self.busy = True
+        if not leader:
+            return mine.result()
+        while True:  # the leader writes until nobody waits (a bounded batch of threads)
+            with self.lock:
+                group, self.waiting = self.waiting, []
+                if not group:
+                    self.busy = False
+                    break
+            try:
+                answers = write([request for request, _ in group])
+            except BaseException as exc:  # each waiter fails with it; SQS delivers them again
+                for _, waiter in group:
+                    waiter.set_exception(exc)
+                continue
+            for (_, waiter), answer in zip(group, answers, strict=True):
+                waiter.set_result(answer)
+        return mine.result()
 
-_grants: dict[tuple[str, str], _Grants] = {}
-_grants_lock = threading.Lock()
+
+_together: dict[tuple[str, str, str], _Together[Any, Any]] = {}
+_together_lock = threading.Lock()
+
+
+def _group(kind: str, app_id: str, endpoint_id: str) -> _Together[Any, Any]:
+    with _together_lock:
+        return _together.setdefault((kind, app_id, endpoint_id), _Together())
 
 
 def take_slot(app_id: str, endpoint_id: str, now_us: int, interval_us: int) -> int:
     """Grant the next rate slot (microseconds): `max(tat, now)`, moving tat one interval on per slot
     granted, in one conditional update for all the requests of this process waiting for it."""
-    key = (app_id, endpoint_id)
-    with _grants_lock:
-        grants = _grants.setdefault(key, _Grants())
-    mine: Future[int] = Future()
-    with grants.lock:
-        grants.waiting.append(mine)
-        leader = not grants.busy
-        grants.busy = True
-    if not leader:
-        return mine.result()
-    while True:
-        with grants.lock:
-            group, grants.waiting = grants.waiting, []
-            if not group:
-                grants.busy = False
-                break
-        try:
-            first = _grant(app_id, endpoint_id, max(now_us, _now_us()), interval_us, len(group))
-        except BaseException as exc:
-            for waiter in group:
-                waiter.set_exception(exc)
-            with grants.lock:
-                grants.busy = False
-            raise
-        for i, waiter in enumerate(group):
-            waiter.set_result(first + i * interval_us)
-    return mine.result()
+
+    def write(asks: list[int]) -> list[int]:
+        first = _grant(app_id, endpoint_id, max(*asks, _now_us()), interval_us, len(asks))
+        return [first + i * interval_us for i in range(len(asks))]
+
+    slot: int = _group("slot", app_id, endpoint_id).ask(now_us, write)
+    return slot
 
 
 def _now_us() -> int:
@@ -113,8 +123,29 @@ def acquire_lease(
     app_id: str, endpoint_id: str, run_id: str, expires_at_ms: int, max_in_flight: int, now_ms: int
 ) -> bool:
     """Hold one of the Endpoint's `max_in_flight` leases for `run_id` until `expires_at_ms` (a run
-    that already holds one keeps it). When none is free, the leases of workers that died (expired)
-    are pruned and the acquire is tried once more; False: every lease is held."""
+    that already holds one keeps it). Requests of this process waiting together take their leases in
+    one update when there is room for all of them; otherwise each tries alone. When none is free,
+    the leases of workers that died (expired) are pruned and the acquire is tried once more; False:
+    every lease is held."""
+
+    def write(asks: list[tuple[str, int]]) -> list[bool]:
+        if len(asks) > 1 and _try_acquire_all(app_id, endpoint_id, asks, max_in_flight):
+            return [True] * len(asks)
+        return [_acquire_one(app_id, endpoint_id, r, e, max_in_flight, now_ms) for r, e in asks]
+
+    held: bool = _group("acquire", app_id, endpoint_id).ask((run_id, expires_at_ms), write)
+    return held
+
+
+def _try_acquire_all(app_id: str, endpoint_id: str, asks: list[tuple[str, int]], max_in_flight: int) -> bool:
+    room = M.leases.exists() & (size(M.leases) <= max_in_flight - len(asks))
+    actions = [M.leases[run_id].set(expires_at_ms) for run_id, expires_at_ms in asks]
+    return update_if(_item(app_id, endpoint_id), actions, room)
+
+
+def _acquire_one(
+    app_id: str, endpoint_id: str, run_id: str, expires_at_ms: int, max_in_flight: int, now_ms: int
+) -> bool:
     if _try_acquire(app_id, endpoint_id, run_id, expires_at_ms, max_in_flight):
         return True
     current = _read(app_id, endpoint_id)
@@ -145,9 +176,16 @@ def _try_acquire(app_id: str, endpoint_id: str, run_id: str, expires_at_ms: int,
 
 
 def release_lease(app_id: str, endpoint_id: str, run_id: str) -> bool:
-    """Give the lease back once the delivery's result is recorded (False: it had expired and was
-    pruned, or the Endpoint was deleted)."""
-    return update_if(_item(app_id, endpoint_id), [M.leases[run_id].remove()], M.leases[run_id].exists())
+    """Give the lease back once the delivery's result is recorded, in one update with the releases of
+    this process waiting together (False: the Endpoint and its state were deleted meanwhile)."""
+
+    def write(run_ids: list[str]) -> list[bool]:
+        item = _item(app_id, endpoint_id)
+        done = update_if(item, [M.leases[r].remove() for r in dict.fromkeys(run_ids)], M.leases.exists())
+        return [done] * len(run_ids)
+
+    released: bool = _group("release", app_id, endpoint_id).ask(run_id, write)
+    return released
 
 
 def _read(app_id: str, endpoint_id: str) -> FlowControlModel | None:

@@ -232,11 +232,14 @@ def _wait_for(slot_ms: int) -> bool:
 
 def _hold(run: TaskRunModel, due_ms: int, now_ms: int, *, slot_ms: int | None) -> DeliveryReport:
     """Flow control holds the run back until `due_ms`: its claim is released (not an attempt, not a
-    failure) and its message re-sent with the delay, or, beyond the SQS delay range, left to the
-    scan's `wake` entry."""
+    failure) and its message re-sent with the delay, or, beyond the SQS delay range, left to a
+    `wake` entry at its due time. A run sent at its creation has no entry and gets none for a short
+    wait (the scan's check of recent runs looks after it), so waiting moves no index key."""
     delay_sec = max(0.0, (due_ms - now_ms) / 1000)
     direct = delay_sec <= MAX_DELAY_SEC
-    wake_ms = due_ms + get_settings().redispatch_after_sec * 1000 if direct else due_ms
+    wake_ms: int | None = due_ms + get_settings().redispatch_after_sec * 1000 if direct else due_ms
+    if direct and run.wake_shard is None:
+        wake_ms = None  # sent at its creation: the check of recent runs looks after it
     if not run_data.release_for_flow(run, due_ms, wake_ms, now_ms, slot_ms=slot_ms):
         logger.warning("run changed while flow control held it", extra={"run_id": run.run_id})
         return DeliveryReport(run.run_id, "skipped")

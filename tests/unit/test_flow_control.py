@@ -149,3 +149,17 @@ def test_an_endpoint_without_limits_has_no_flow_control() -> None:
     assert _endpoint().flow_limits is None
     assert _endpoint(max_per_sec=2.5).flow_limits == FlowLimits(2.5, None)
     assert _endpoint(max_in_flight=4).flow_limits == FlowLimits(None, 4)
+
+
+def test_a_schedule_run_flow_control_holds_back_is_late_by_design_not_a_lost_message() -> None:
+    from edgecron.data.models import TaskRunModel
+    from edgecron.services.schedules_scan import is_late_first_delivery
+
+    def run(**extra: object) -> TaskRunModel:
+        return TaskRunModel(
+            run_id="run_1", source="schedule", status="pending", total_attempts=0, fire_at=0, **extra
+        )
+
+    an_hour_later = 3_600_000
+    assert is_late_first_delivery(run(), an_hour_later)  # its message was lost
+    assert not is_late_first_delivery(run(flow_held=True), an_hour_later)  # waiting for its slot

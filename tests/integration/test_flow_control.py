@@ -232,9 +232,14 @@ def test_the_rate_holds_across_workers_in_order_of_due_time(
     # ten runs due 100 ms apart: five times what the Endpoint takes
     run_ids = [new_run(key, ep["id"], START + timedelta(milliseconds=100 * i)) for i in range(10)]
     queue_ = Queue(workers, app_id, ep["id"], run_ids)
+    start_ms = clock.to_ms(START)
     for _ in range(200):
         if not queue_.step(one_at_a_time=True):
             break
+        # one slot every 500 ms from the first due time: time moves on only once every run whose slot
+        # has come arrived, so the order of arrival is the order of the slots, however busy the machine
+        slots_come = sum(start_ms + 500 * i <= clock.to_ms(clock.now()) for i in range(len(run_ids)))
+        until(lambda n=slots_come: len(receiver.received("/rate")) >= n)  # type: ignore[misc]
         fixed.advance(STEP_SEC)
     queue_.settle()
     _delivered_once_each(key, run_ids, receiver, "/rate")

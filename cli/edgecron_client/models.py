@@ -46,6 +46,8 @@ class Endpoint(TypedDict, total=False):
     disabled_reason: str | None  # "failing" when EdgeCron disabled it
     disable_after_failures: int
     disable_after_sec: int
+    max_per_sec: float | None  # deliveries a second at most (null: unlimited)
+    max_in_flight: int | None  # deliveries in flight at most (null: unlimited)
     health: EndpointHealth
     created_at: str
     updated_at: str

@@ -69,6 +69,8 @@ def _endpoint_fields(ep: Endpoint) -> dict[str, Any]:
         "disabled_reason": ep.disabled_reason,
         "disable_after_failures": ep.disable_after_failures,
         "disable_after_sec": ep.disable_after_sec,
+        "max_per_sec": ep.max_per_sec,
+        "max_in_flight": ep.max_in_flight,
         "health": EndpointHealthOut(
             state=ep.health_state,
             consecutive_failures=ep.health.consecutive_failures,

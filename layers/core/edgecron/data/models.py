@@ -100,6 +100,23 @@ class EndpointModel(Model):
     health_failing_since = NumberAttribute(null=True)
     health_last_success_at = NumberAttribute(null=True)
     health_warned_at = NumberAttribute(null=True)  # the last ENDPOINT_FAILING warning
+    # Flow control (None: unlimited); the shared state is a FlowControlModel item
+    max_per_sec = NumberAttribute(null=True)
+    max_in_flight = NumberAttribute(null=True)
+
+
+class FlowControlModel(Model):
+    """An Endpoint's shared flow-control state, in the Endpoints table under a partition of its own
+    (FLOW_PARTITION + app_id), so reads of an App's Endpoints never meet it."""
+
+    class Meta:
+        table_name = _table("endpoints_table")
+        region = _REGION
+
+    app_id = UnicodeAttribute(hash_key=True)  # FLOW_PARTITION + the App's id
+    endpoint_id = UnicodeAttribute(range_key=True)
+    tat = NumberAttribute(null=True)  # the rate's next free slot, microseconds since the epoch
+    leases = MapAttribute[str, Any](null=True)  # run id -> lease expiry (ms): deliveries in flight
 
 
 class RetryPolicyModel(Model):
@@ -296,6 +313,10 @@ class TaskRunModel(Model):
     expires_at = NumberAttribute(null=True)
     first_attempt = AttemptRecord(null=True)  # attempt seq 1 when it fits (data/attempts.py)
     uncounted = BooleanAttribute(null=True)  # a direct run its worker has yet to count (data/usage.py)
+    # Flow control held it back (delivered late by design, never a missed fire), with the rate slot
+    # it was granted (ms) while it waits for it
+    flow_held = BooleanAttribute(null=True)
+    flow_slot = NumberAttribute(null=True)
     wake = WakeIndex()
     by_app = ByAppIndex()
     dead_letters = DeadLetterIndex()

@@ -266,6 +266,7 @@ def is_late_first_delivery(run: TaskRunModel, now_ms: int) -> bool:
         run.source == "schedule"
         and run.status == st.PENDING
         and int(run.total_attempts) == 0
+        and not run.flow_held  # flow control holds it back: late by design, never lost
         and run.fire_at is not None
         and max(int(run.fire_at), int(run.deliver_at or 0)) < now_ms - int(GRACE.total_seconds() * 1000)
     )

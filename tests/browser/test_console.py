@@ -194,19 +194,30 @@ def test_an_every_ten_seconds_schedule_fills_its_timeline_and_pauses(
     api.ok("DELETE", f"/v1/endpoints/{endpoint['id']}")
 
 
+def a_dead_letter(api: Api, failing_receiver: Receiver, order: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An Endpoint with one attempt per run and a run of it that is now a dead letter."""
+    policy = api.ok("POST", "/v1/retry-policies", {"max_attempts": 1})
+    endpoint = api.ok("POST", "/v1/endpoints", {"url": failing_receiver.url, "retry_policy_id": policy["id"]})
+    run = api.ok("POST", "/v1/task-runs", {"endpoint_id": endpoint["id"], "payload": {"order": order}})
+    api.wait_run(run["id"], lambda r: r["status"] == "dead_letter")
+    return endpoint, run
+
+
+def select_dead_letter(page: WebDriver, endpoint_id: str, run_id: str) -> None:
+    """On the dead-letters page, filter by the Endpoint and tick its one dead letter."""
+    go(page, "dead-letters")
+    css(page, "#dl-endpoint").send_keys(endpoint_id)
+    css(page, "form[aria-label='Filter dead letters'] button").click()
+    wait_for(page, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".dl-select")) == 1)
+    click(page, f"input[aria-label='Select {run_id}']")
+
+
 def test_a_failed_run_is_replayed_from_dead_letters(
     page: WebDriver, local_stack: LocalStackProcess, artifacts: Path, failing_receiver: Receiver, api: Api
 ) -> None:
-    policy = api.ok("POST", "/v1/retry-policies", {"max_attempts": 1})
-    endpoint = api.ok("POST", "/v1/endpoints", {"url": failing_receiver.url, "retry_policy_id": policy["id"]})
-    run = api.ok("POST", "/v1/task-runs", {"endpoint_id": endpoint["id"], "payload": {"order": 7}})
-    api.wait_run(run["id"], lambda r: r["status"] == "dead_letter")
+    endpoint, run = a_dead_letter(api, failing_receiver, order=7)
     sign_in(page, local_stack.api_key)
-    go(page, "dead-letters")
-    css(page, "#dl-endpoint").send_keys(endpoint["id"])
-    css(page, "form[aria-label='Filter dead letters'] button").click()
-    wait_for(page, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".dl-select")) == 1)
-    click(page, f"input[aria-label='Select {run['id']}']")
+    select_dead_letter(page, endpoint["id"], run["id"])
     css(page, "#replay-selected").click()
     dialog_text = css(page, "#confirm-text").text
     assert dialog_text.startswith("Replay 1 dead letter?")
@@ -337,16 +348,9 @@ def _dead_letter_requests(driver: WebDriver) -> int:
 def test_a_poll_that_finds_nothing_new_leaves_the_selected_dead_letter_alone(
     page: WebDriver, local_stack: LocalStackProcess, failing_receiver: Receiver, api: Api
 ) -> None:
-    policy = api.ok("POST", "/v1/retry-policies", {"max_attempts": 1})
-    endpoint = api.ok("POST", "/v1/endpoints", {"url": failing_receiver.url, "retry_policy_id": policy["id"]})
-    run = api.ok("POST", "/v1/task-runs", {"endpoint_id": endpoint["id"], "payload": {"order": 8}})
-    api.wait_run(run["id"], lambda r: r["status"] == "dead_letter")
+    endpoint, run = a_dead_letter(api, failing_receiver, order=8)
     sign_in(page, local_stack.api_key)
-    go(page, "dead-letters")
-    css(page, "#dl-endpoint").send_keys(endpoint["id"])
-    css(page, "form[aria-label='Filter dead letters'] button").click()
-    wait_for(page, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".dl-select")) == 1)
-    click(page, f"input[aria-label='Select {run['id']}']")
+    select_dead_letter(page, endpoint["id"], run["id"])
     box = css(page, f"input[aria-label='Select {run['id']}']")
     box_id = box.id
     seen = _dead_letter_requests(page)

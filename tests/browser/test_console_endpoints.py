@@ -13,7 +13,17 @@ from selenium.webdriver.remote.webelement import WebElement
 
 from edgecron_testing.api import Api
 from tests.browser.conftest import Receiver
-from tests.browser.test_console import api, click_in_row, css, go, row_text, shot, sign_in, wait_for
+from tests.browser.test_console import (
+    a_dead_letter,
+    api,
+    click_in_row,
+    css,
+    go,
+    row_text,
+    shot,
+    sign_in,
+    wait_for,
+)
 from tests.e2e.conftest import LocalStackProcess
 
 pytestmark = pytest.mark.e2e
@@ -62,10 +72,7 @@ def test_an_endpoints_limits_are_shown_edited_cleared_and_refused(
 def test_recover_re_sends_what_failed_since_a_time_and_says_how_many(
     page: WebDriver, local_stack: LocalStackProcess, artifacts: Path, failing_receiver: Receiver, api: Api
 ) -> None:
-    policy = api.ok("POST", "/v1/retry-policies", {"max_attempts": 1})
-    endpoint = api.ok("POST", "/v1/endpoints", {"url": failing_receiver.url, "retry_policy_id": policy["id"]})
-    run = api.ok("POST", "/v1/task-runs", {"endpoint_id": endpoint["id"], "payload": {"order": 8}})
-    api.wait_run(run["id"], lambda r: r["status"] == "dead_letter")
+    endpoint, run = a_dead_letter(api, failing_receiver, order=8)
     sign_in(page, local_stack.api_key)
     go(page, "endpoints")
     click_in_row(page, endpoint["id"], "Recover")

@@ -16,6 +16,8 @@ from edgecron import clock
 from edgecron.domain import jitter
 from edgecron.services import fire_dispatch, fire_overlap
 from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.harness import new_endpoint as endpoint
+from edgecron_testing.harness import new_schedule as schedule
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, new_app
 
@@ -28,18 +30,6 @@ def fixed() -> clock.FixedClock:
     c = clock.FixedClock(T0 - timedelta(minutes=2))
     clock.set_clock(c)
     return c
-
-
-def endpoint(key: str, url: str, **extra: Any) -> str:
-    resp = call_api("POST", "/v1/endpoints", key=key, body={"url": url, **extra})
-    assert resp.status == 201, resp.body
-    return str(resp.body["id"])
-
-
-def schedule(key: str, **body: Any) -> dict[str, Any]:
-    resp = call_api("POST", "/v1/schedules", key=key, body=body)
-    assert resp.status == 201, resp.body
-    return dict(resp.body)
 
 
 def fires(key: str, schedule_id: str) -> list[dict[str, Any]]:

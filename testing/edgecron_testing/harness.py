@@ -145,6 +145,16 @@ def new_schedule(key: str, **body: Any) -> dict[str, Any]:
     return created(key, "/v1/schedules", body)
 
 
+def delivery_message(run_id: str, app_id: str) -> dict[str, Any]:
+    """A run's delivery message as a worker gets it from SQS, each time with a fresh receipt."""
+    return {
+        "MessageId": uuid.uuid4().hex,
+        "ReceiptHandle": uuid.uuid4().hex,
+        "Body": json.dumps({"run_id": run_id, "app_id": app_id}),
+        "Attributes": {},
+    }
+
+
 def given_up_message(run_id: str, app_id: str, receives: int = 5) -> dict[str, Any]:
     """The delivery message of a run as the DLQ consumer gets it: SQS gave up after `receives`."""
     return {

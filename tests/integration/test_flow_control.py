@@ -8,7 +8,6 @@ that dies holding a lease blocks nothing past its claim."""
 from __future__ import annotations
 
 import itertools
-import json
 import time
 import uuid
 from collections import Counter
@@ -25,7 +24,7 @@ from edgecron.data import flow_control as flow_data
 from edgecron.data import runs as run_data
 from edgecron.data.flow_control import FLOW_PARTITION, FlowControlModel
 from edgecron.domain import run_states as st
-from edgecron_testing.harness import call_api, invoke, load_function, sqs_event
+from edgecron_testing.harness import call_api, delivery_message, invoke, load_function, sqs_event
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import new_app, queue
 
@@ -66,13 +65,7 @@ def new_run(key: str, endpoint_id: str, deliver_at: datetime | None = None) -> s
 
 def worker_gets(pool: ThreadPoolExecutor, run_id: str, app_id: str) -> Future[Any]:
     """One worker invocation with the run's message, as SQS hands it over."""
-    message = {
-        "MessageId": uuid.uuid4().hex,
-        "ReceiptHandle": uuid.uuid4().hex,
-        "Body": json.dumps({"run_id": run_id, "app_id": app_id}),
-        "Attributes": {},
-    }
-    event = sqs_event([message], queue("RetryQueue").arn)
+    event = sqs_event([delivery_message(run_id, app_id)], queue("RetryQueue").arn)
     return pool.submit(invoke, "worker", event)
 
 
@@ -196,19 +189,10 @@ def test_an_endpoint_without_limits_writes_no_flow_control_state(receiver: Recei
     app_id, key = new_app("flow-none")
     ep = endpoint(key, receiver.url("/free"))
     run_id = new_run(key, ep["id"])
-    invoke("worker", sqs_event([_message(run_id, app_id)], queue("DeliveryQueue").arn))
+    invoke("worker", sqs_event([delivery_message(run_id, app_id)], queue("DeliveryQueue").arn))
     assert call_api("GET", f"/v1/task-runs/{run_id}", key=key).body["status"] == "success"
     assert tat(app_id, ep["id"]) is None
     assert flow_data.leases(app_id, ep["id"]) == {}
-
-
-def _message(run_id: str, app_id: str) -> dict[str, Any]:
-    return {
-        "MessageId": uuid.uuid4().hex,
-        "ReceiptHandle": uuid.uuid4().hex,
-        "Body": json.dumps({"run_id": run_id, "app_id": app_id}),
-        "Attributes": {},
-    }
 
 
 # --- enforcement ----------------------------------------------------------------------------------
@@ -284,15 +268,15 @@ def test_a_worker_that_dies_holding_a_lease_blocks_nothing_past_its_claim(
         app_id, ep["id"], dead_run, int(claimed.claim_expires_at), 1, clock.to_ms(clock.now())
     )
     other = new_run(key, ep["id"])
-    invoke("worker", sqs_event([_message(other, app_id)], queue("RetryQueue").arn))
+    invoke("worker", sqs_event([delivery_message(other, app_id)], queue("RetryQueue").arn))
     held = call_api("GET", f"/v1/task-runs/{other}", key=key).body
     assert (held["status"], held["attempt_count"]) == ("pending", 0)  # waits, not failed
     assert receiver.received("/one") == []
     fixed.advance(get_settings().claim_sec + 1)  # the dead worker's claim, and so its lease, expired
-    invoke("worker", sqs_event([_message(other, app_id)], queue("RetryQueue").arn))
+    invoke("worker", sqs_event([delivery_message(other, app_id)], queue("RetryQueue").arn))
     assert call_api("GET", f"/v1/task-runs/{other}", key=key).body["status"] == "success"
     # the dead worker's run is taken over once its claim expired, and delivered too
-    invoke("worker", sqs_event([_message(dead_run, app_id)], queue("RetryQueue").arn))
+    invoke("worker", sqs_event([delivery_message(dead_run, app_id)], queue("RetryQueue").arn))
     assert call_api("GET", f"/v1/task-runs/{dead_run}", key=key).body["status"] == "success"
     assert sorted(r.headers["webhook-id"] for r in receiver.received("/one")) == sorted([dead_run, other])
     assert flow_data.leases(app_id, ep["id"]) == {}
@@ -305,7 +289,7 @@ def test_a_slot_beyond_the_queue_delay_waits_on_the_wake_index(
     ep = endpoint(key, receiver.url("/slow"), max_per_sec=0.01)  # one every 100 s
     run_ids = [new_run(key, ep["id"]) for _ in range(11)]
     for run_id in run_ids:
-        invoke("worker", sqs_event([_message(run_id, app_id)], queue("RetryQueue").arn))
+        invoke("worker", sqs_event([delivery_message(run_id, app_id)], queue("RetryQueue").arn))
     assert len(receiver.received("/slow")) == 1
     last = run_data.get(run_ids[-1], consistent=True)
     assert last is not None
@@ -317,7 +301,7 @@ def test_a_slot_beyond_the_queue_delay_waits_on_the_wake_index(
     )
     assert last.total_attempts == 0 and last.attempt_count == 0
     fixed.advance(1_000)
-    invoke("worker", sqs_event([_message(run_ids[-1], app_id)], queue("RetryQueue").arn))
+    invoke("worker", sqs_event([delivery_message(run_ids[-1], app_id)], queue("RetryQueue").arn))
     assert call_api("GET", f"/v1/task-runs/{run_ids[-1]}", key=key).body["status"] == "success"
 
 

@@ -15,11 +15,11 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from edgecron import clock
 from edgecron.domain import jitter
 from edgecron.services import fire_dispatch, fire_overlap
-from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.harness import call_api, delivery_message, invoke, sqs_event
 from edgecron_testing.harness import new_endpoint as endpoint
 from edgecron_testing.harness import new_schedule as schedule
 from edgecron_testing.receiver import Receiver, Reply
-from tests.integration.conftest import Pump, new_app
+from tests.integration.conftest import Pump, new_app, queue
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 EVERY_5_MIN = "0 */5 * * * *"
@@ -143,6 +143,59 @@ def test_a_jittered_fire_keeps_its_fire_time_and_is_delivered_at_its_due_time(
     assert f["status"] == "COMPLETED" and f["due_at"] == iso(due)
     run = call_api("GET", f"/v1/task-runs/{f['runs'][0]['id']}", key=key).body
     assert run["fire_time"] == iso(fire)
+
+
+def test_a_pause_cancels_a_jittered_run_that_waits_long_after_its_fire(
+    receiver: Receiver, pump: Pump, fixed: clock.FixedClock
+) -> None:
+    """A pause reads the Fires around the schedule's latest fire; one whose run waits for a jitter
+    far past its fire time must still be found, or its run is delivered after the pause."""
+    _, key = new_app("jitter-pause")
+    ep = endpoint(key, receiver.url("/jp"))
+    first = at(5)
+    s = schedule(key, cron="0 * * * * *", endpoint_ids=[ep], jitter_sec=3600)
+    while jitter.offset_ms(s["id"], clock.to_ms(first), 3600) < 20 * 60_000:  # a fire due 20 min on
+        assert call_api("DELETE", f"/v1/schedules/{s['id']}", key=key).status == 204
+        s = schedule(key, cron="0 * * * * *", endpoint_ids=[ep], jitter_sec=3600)
+    for minute in range(5, 16):  # the schedule fires every minute; the first fire's run waits on
+        tick(fixed, pump, at(minute))
+    waiting = next(f for f in fires(key, s["id"]) if f["fire_time"] == iso(first))
+    assert [r["status"] for r in waiting["runs"]] == ["pending"]
+    resp = call_api("POST", f"/v1/schedules/{s['id']}/pause", key=key, body={})
+    assert resp.status == 200, resp.body
+    run = call_api("GET", f"/v1/task-runs/{waiting['runs'][0]['id']}", key=key).body
+    assert run["status"] == "cancelled"
+
+
+def test_a_pause_cancels_a_run_flow_control_holds_long_after_its_fire(
+    receiver: Receiver, pump: Pump, fixed: clock.FixedClock
+) -> None:
+    """An Endpoint taking one delivery every 100 s and booked for the next half hour: the schedule's
+    runs wait for their slots long after their fires, and a pause still finds and cancels them."""
+    app_id, key = new_app("flow-pause")
+    ep = endpoint(key, receiver.url("/fp"), max_per_sec=0.01)
+    fixed.set(at(4, 30))
+    for _ in range(20):
+        assert call_api("POST", "/v1/task-runs", key=key, body={"endpoint_id": ep}).status == 201
+    pump.deliveries()  # one is sent, nineteen wait for their slots, 100 s apart
+    s = schedule(key, cron="0 * * * * *", endpoint_ids=[ep])
+    for minute in range(5, 21):
+        tick(fixed, pump, at(minute))
+        [fire] = [f for f in fires(key, s["id"]) if f["fire_time"] == iso(at(minute))]
+        # its message, as SQS hands it over at the fire time: flow control holds the run for its slot
+        worker_queue = queue("DeliveryQueue").arn
+        invoke("worker", sqs_event([delivery_message(r["id"], app_id) for r in fire["runs"]], worker_queue))
+    held = [
+        run["id"]
+        for f in fires(key, s["id"])
+        if f["fire_time"] < iso(at(14))  # more than the pause's look at recent Fires before its latest
+        for run in f["runs"]
+        if run["status"] == "pending"
+    ]
+    assert held, "no run waits long after its fire"
+    resp = call_api("POST", f"/v1/schedules/{s['id']}/pause", key=key, body={})
+    assert resp.status == 200, resp.body
+    assert {call_api("GET", f"/v1/task-runs/{r}", key=key).body["status"] for r in held} == {"cancelled"}
 
 
 def test_a_trigger_is_not_jittered(receiver: Receiver, pump: Pump, fixed: clock.FixedClock) -> None:

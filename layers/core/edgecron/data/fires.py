@@ -66,6 +66,7 @@ def create(
     manual: bool = False,
     due_at_ms: int | None = None,
     overlap: str | None = None,
+    waits_long: bool = False,
 ) -> tuple[FireModel, bool]:
     """Create the Fire unless it exists (one conditional put: its key is the exactly-once anchor);
     returns (the stored Fire, created?). Whether the schedule may still fire at this time is the
@@ -75,7 +76,9 @@ def create(
     past this time last), so it carries `started_at` at once and stays out of `open_fire_keys`; a
     broadcast Fire enters that index until it settles (its fan-out may be cut short by a crash).
     A Fire under an overlap policy (`overlap`) is admitted at its due time, not at its dispatch: it
-    enters the index too, without `started_at`, so the scan re-drives an admission a crash cut short."""
+    enters the index too, without `started_at`, so the scan re-drives an admission a crash cut short.
+    So does one whose runs wait long past its fire time (`waits_long`, a jitter): a pause looks for
+    open Fires among the recent ones and in the index, and must find it however old it gets."""
     is_open = status in OPEN
     gated = overlap is not None and is_open
     fire = M(
@@ -90,7 +93,7 @@ def create(
         page_count=0 if paged else None,
         created_at=now_ms,
         error=error,
-        open_shard=open_shard(schedule_id) if is_open and (paged or gated) else None,
+        open_shard=open_shard(schedule_id) if is_open and (paged or gated or waits_long) else None,
         started_at=max(fire_at_ms, now_ms) if is_open and not paged and not gated else None,
         finished_at=None if is_open else now_ms,
         manual=True if manual else None,

@@ -243,6 +243,7 @@ def _hold(run: TaskRunModel, due_ms: int, now_ms: int, *, slot_ms: int | None) -
     if not run_data.release_for_flow(run, due_ms, wake_ms, now_ms, slot_ms=slot_ms):
         logger.warning("run changed while flow control held it", extra={"run_id": run.run_id})
         return DeliveryReport(run.run_id, "skipped")
+    fires.run_held_until(run, due_ms)
     if direct:
         send_deliveries([DeliveryMessage(run.run_id, run.app_id, delay_sec)], retry=True)
     logger.info(

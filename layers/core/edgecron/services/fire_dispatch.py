@@ -114,6 +114,7 @@ def dispatch_fire(
         endpoint_ids, run_ids = [], []
         status, error = fire_data.FAILED, QUOTA_EXCEEDED
     jitter_sec = int(schedule.jitter_sec or 0)
+    due_at_ms = jitter.due_at_ms(schedule.schedule_id, fire_at_ms, jitter_sec, now_ms) if jitter_sec else None
     fire, created = fire_data.create(
         schedule.schedule_id,
         fire_at_ms,
@@ -124,10 +125,9 @@ def dispatch_fire(
         status=status,
         error=error,
         paged=paged and not over_quota,
-        due_at_ms=jitter.due_at_ms(schedule.schedule_id, fire_at_ms, jitter_sec, now_ms)
-        if jitter_sec
-        else None,
+        due_at_ms=due_at_ms,
         overlap=overlap_of(schedule),
+        waits_long=due_at_ms is not None and fires.waits_past_recent(fire_at_ms, due_at_ms),
     )
     if created and over_quota:  # not run, not billed, not retried; counts toward auto-pause
         fires.after_settle(fire, fire_data.FAILED, now_ms, error)

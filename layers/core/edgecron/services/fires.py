@@ -92,6 +92,25 @@ def run_waits_for_retry(run: TaskRunModel) -> None:
         fire_data.track_open(fire)
 
 
+def waits_past_recent(fire_at_ms: int, due_ms: int) -> bool:
+    """Whether a run of the Fire at `fire_at_ms` left waiting until `due_ms` may outlast the Fires a
+    pause reads as recent (those within RECENT_WINDOW_MS of the schedule's latest fire): such a Fire
+    must be in the open-fires index for a pause to find it."""
+    return due_ms - fire_at_ms >= RECENT_WINDOW_MS
+
+
+def run_held_until(run: TaskRunModel, due_ms: int) -> None:
+    """Flow control left a schedule run waiting until `due_ms`: if that is long after its fire time,
+    its Fire enters the open-fires index (as for a retry), so a pause finds it however long the wait."""
+    if run.source != "schedule" or run.source_id is None or run.fire_at is None:
+        return
+    if not waits_past_recent(int(run.fire_at), due_ms):
+        return
+    fire = fire_data.get(run.source_id, int(run.fire_at))
+    if fire is not None and fire.open_shard is None:
+        fire_data.track_open(fire)
+
+
 def settle_if_done(
     fire: FireModel, now_ms: int, known: dict[str, str] | None = None, errors: dict[str, str] | None = None
 ) -> str | None:

@@ -56,7 +56,7 @@ unit: setup
 ## integration: each pytest-xdist worker has its own in-process moto provisioned from template.yaml
 integration: setup
 	@echo "==> integration tests (handlers in-process against moto, $(INTEGRATION_WORKERS) workers)"
-	@$(NICE) $(BIN)/pytest $(PYTEST_FLAGS) -n $(INTEGRATION_WORKERS) --dist worksteal tests/integration
+	@$(NICE) $(BIN)/pytest $(PYTEST_FLAGS) -n $(INTEGRATION_WORKERS) --dist worksteal --durations=10 tests/integration
 
 e2e: setup
 	@echo "==> e2e tests (the local stack as a process, real HTTP)"

@@ -31,6 +31,15 @@ TARGETS_PER_M = {
     "direct, 20% retried": 3.50,
     "direct (trickle)": 4.00,
 }
+# Flow control: the same direct burst to an Endpoint with a limit. A rate or an in-flight limit the
+# traffic stays under shows what the limit adds to every delivery; max_in_flight 2 under a burst of
+# 10 shows what waiting costs (the runs held back are re-sent, not attempted).
+FLOW_SCENARIOS: dict[str, dict[str, Any]] = {
+    "direct, max_per_sec 10000": {"max_per_sec": 10_000},
+    "direct, max_in_flight 100": {"max_in_flight": 100},
+    "direct, max_in_flight 2": {"max_in_flight": 2},
+}
+FLOW_EXTRA_WRU_TARGET = 1.0  # WRU per delivery a limit may add to the same traffic without one
 WORKER_EARLY_WAIT_S = 0.5  # mean wait of a worker for a message that surfaced before its due second
 HISTORY_MONTHS = 3.0  # 90-day TTL: in a steady state three months of history are stored
 MINUTES_PER_MONTH = 43_200
@@ -289,6 +298,59 @@ def direct(env: Env, receiver: Any, n: int, *, trickle: bool = False, timeout: f
     return s
 
 
+def direct_limited(env: Env, receiver: Any, n: int, kind: str, *, timeout: float = 1800) -> Scenario:
+    """n direct runs created back to back, like `direct`, to an Endpoint with the flow control of
+    FLOW_SCENARIOS[kind]; every run is delivered once and attempted once, whatever it waited."""
+    limits = FLOW_SCENARIOS[kind]
+    s = Scenario(
+        kind,
+        "created back to back, worker batches of up to 10, "
+        + ", ".join(f"{k} {v}" for k, v in limits.items()),
+    )
+    _, key = env.new_app(f"bench-{kind}")
+    path = f"/flow-{time.monotonic_ns()}"
+    ep = _endpoint(env, key, receiver.url(path), **limits)
+    env.reset()
+    pump = EsmPump(env)
+    started = time.monotonic()
+    with env.window() as usage:
+        s.usage = usage
+        _create_direct_runs(env, key, ep, n, s)
+        pump.drain(lambda: len(receiver.received(path)) >= s.triggers, timeout=timeout, settle=1.5)
+        _check_recent_runs()
+    s.wall_s = time.monotonic() - started
+    ids = _ids(receiver, path)
+    s.attempts, s.deliveries = len(ids), len(set(ids))
+    s.verified = not s.problem and s.deliveries == n and s.attempts == n
+    return s
+
+
+def flow_control_overhead(priced: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What each flow-control scenario adds per delivery to the same burst without a limit."""
+    base = next((p for p in priced if p["kind"] == "direct"), None)
+    if base is None:
+        return []
+    rows = []
+    for p in priced:
+        if p["kind"] not in FLOW_SCENARIOS:
+            continue
+        per, ref = p["per_delivery"], base["per_delivery"]
+        rows.append(
+            {
+                "kind": p["kind"],
+                "extra_wru": round(per["wru"] - ref["wru"], 3),
+                "extra_rru": round(per["rru"] - ref["rru"], 3),
+                "extra_dynamodb_requests": round(per["dynamodb_requests"] - ref["dynamodb_requests"], 3),
+                "extra_sqs_requests": round(per["sqs_requests"] - ref["sqs_requests"], 3),
+                "extra_lambda_invocations": round(per["lambda_invocations"] - ref["lambda_invocations"], 3),
+                "extra_usd_per_million": round(
+                    p["usd_per_million"]["delivery_path"] - base["usd_per_million"]["delivery_path"], 3
+                ),
+            }
+        )
+    return rows
+
+
 def direct_with_retries(env: Env, receiver: Any, n: int, *, timeout: float = 1800) -> Scenario:
     """n direct runs where a fifth of the attempts answer 500 and are retried after 1 s (fixed policy)."""
     s = Scenario(
@@ -461,6 +523,10 @@ def run(env: Env, *, runs: int, smoke: bool = False) -> tuple[list[Row], dict[st
             ("event fan-out", lambda: event_fanout(env, receiver, runs)),
             ("scheduled", lambda: scheduled(env, receiver, runs)),
         ]
+        steps += [
+            (kind, lambda kind=kind: direct_limited(env, receiver, runs, kind))  # type: ignore[misc]
+            for kind in FLOW_SCENARIOS
+        ]
         for kind, step in steps:
             try:
                 scenarios.append(step())
@@ -495,6 +561,20 @@ def run(env: Env, *, runs: int, smoke: bool = False) -> tuple[list[Row], dict[st
     for kind in problems:
         target = TARGETS_PER_M.get(kind, prices.TARGET_PER_M)
         rows.append(Row("cost", kind, "not measured", f"<= ${target:.2f}/M", "n/a"))
+    overhead = flow_control_overhead(priced)
+    for o in overhead:
+        steady = o["kind"] != "direct, max_in_flight 2"  # that one measures waiting, not the limit
+        rows.append(
+            Row(
+                "cost",
+                f"flow control: {o['kind']} vs direct",
+                f"{o['extra_wru']:+.2f} WRU, {o['extra_dynamodb_requests']:+.2f} DynamoDB req, "
+                f"{o['extra_sqs_requests']:+.2f} SQS, {o['extra_lambda_invocations']:+.2f} Lambda per delivery "
+                f"({o['extra_usd_per_million']:+.2f} $/M)",
+                f"<= +{FLOW_EXTRA_WRU_TARGET:.0f} WRU" if steady else "",
+                verdict(o["extra_wru"] <= FLOW_EXTRA_WRU_TARGET) if steady else "n/a",
+            )
+        )
     rows.append(
         Row(
             "cost",
@@ -514,4 +594,5 @@ def run(env: Env, *, runs: int, smoke: bool = False) -> tuple[list[Row], dict[st
         "scenarios": priced,
         "not_measured": problems,
         "fixed_monthly": floor,
+        "flow_control_overhead": overhead,
     }

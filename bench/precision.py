@@ -21,6 +21,7 @@ from bench.report import Row, verdict
 TARGET_P99_S = 1.0
 WARMUP_S = 5.0
 SETTLE_S = 3.0  # after pausing, wait this long for requests already in flight
+RATE_FROM_S = 10.0  # the delivered rate is counted from this long after the first create to the pause
 MAX_FIRES = 100_000
 
 
@@ -125,6 +126,11 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
         timeline.append((second - begin, lag))
         if second >= answered + WARMUP_S:
             steady.append(lag)
+    rate = delivered_rate(arrivals, fire_of, begin + RATE_FROM_S, min(paused.values(), default=begin))
+    due_per_s = sum(
+        1 for schedule_id, second in expected if begin + RATE_FROM_S <= second < min(paused.values())
+    )
+    due_span = min(paused.values(), default=begin) - begin - RATE_FROM_S
     missing = len(expected - set(seen))
     duplicates = sum(n - 1 for n in seen.values() if n > 1)
     overall, warm = summary(lags), summary(steady)
@@ -140,6 +146,10 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
         "fires_missing": missing,
         "duplicates": duplicates,
         "unknown_requests": unknown,
+        # fires delivered per second of wall time (from RATE_FROM_S after the first create to the first
+        # pause) beside the fires due per second then: below the due rate, it is the stack's capacity
+        "delivered_fires_per_s": round(rate, 2),
+        "due_fires_per_s": round(due_per_s / due_span, 2) if due_span > 0 else None,
         "create_request_s": {"mean": round(statistics.mean(creates), 2), "max": round(max(creates), 2)}
         if creates
         else {},
@@ -151,7 +161,8 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
         Row(
             "precision",
             f"{label}, all fires",
-            _fmt(overall, missing, duplicates),
+            _fmt(overall, missing, duplicates)
+            + (f"; {rate:.1f} fires/s delivered of {due_per_s / due_span:.0f} due" if due_span > 0 else ""),
             target,
             verdict(
                 bool(lags) and overall["p99_ms"] <= TARGET_P99_S * 1000 and not duplicates and not missing
@@ -166,6 +177,14 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
         ),
     ]
     return rows, data
+
+
+def delivered_rate(arrivals: list[Any], fire_of: dict[str, Any], start: float, end: float) -> float:
+    """Requests of known fires that arrived between `start` and `end` (Unix s), per second."""
+    if end <= start:
+        return 0.0
+    count = sum(1 for r in arrivals if r.headers.get("webhook-id", "") in fire_of and start <= r.at < end)
+    return count / (end - start)
 
 
 def _fmt(s: dict[str, Any], missing: int | None, duplicates: int | None) -> str:

@@ -40,6 +40,7 @@ def render() -> str:
 
 def _limits() -> list[str]:
     """The input limits, from the constants the API enforces."""
+    from edgecron.domain.flow_control import MAX_IN_FLIGHT, MAX_PER_SEC, MIN_PER_SEC
     from edgecron.schemas.common import MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES
     from edgecron.schemas.endpoints import MAX_HEADER_BYTES, MAX_HEADER_NAME, MAX_HEADER_VALUE, MAX_HEADERS
     from edgecron.schemas.task_runs import MAX_RUN_DELAY_SEC
@@ -57,10 +58,16 @@ def _limits() -> list[str]:
         "  control characters, NUL, CR, LF or non-ASCII). `webhook-id`, `webhook-timestamp`,",
         "  `webhook-signature`, `content-length`, `host` and `transfer-encoding` are set by EdgeCron. The",
         "  error names the header: field `headers.X-Team`.",
+        f"- Endpoint flow control: `max_per_sec` a number from {MIN_PER_SEC:g} to {MAX_PER_SEC:g}, `max_in_flight`",
+        f"  an integer from 1 to {MAX_IN_FLIGHT}; `null` (the default) is unlimited and a PATCH with `null`",
+        "  removes the limit ([controls.md](controls.md#flow-control-per-endpoint)).",
         f"- A direct run is due at most {MAX_RUN_DELAY_SEC // 86_400} days ahead (`delay_sec` or `deliver_at`).",
         "- A schedule's `timezone` is a name of the IANA zone database or `UTC` (not `localtime`, `Factory`,",
         "  `posixrules` or the `posix/` and `right/` copies); a cron step is at most its field's range",
         "  (`*/60` seconds, `*/24` hours; `*/1000` is refused).",
+        "- A schedule's `jitter_sec` is an integer from 0 to 3600 (each fire is due at a fixed offset in",
+        "  `[0, jitter_sec)` after its `fire_time`, shown as the Fire's `due_at`); its `overlap_policy` is",
+        "  `ALLOW`, `SKIP` or `BUFFER_ONE` (see docs/controls.md). Neither may be null in a PATCH.",
         "- `Idempotency-Key`: a repeat within 24 h answers the first response (`idempotent-replayed: true`)",
         "  without its `secret`, which is shown once; while the first request runs, 409",
         "  `IDEMPOTENCY_IN_PROGRESS`, until the API function's timeout has passed; the same key with",

@@ -46,6 +46,8 @@ class Endpoint(TypedDict, total=False):
     disabled_reason: str | None  # "failing" when EdgeCron disabled it
     disable_after_failures: int
     disable_after_sec: int
+    max_per_sec: float | None  # deliveries a second at most (null: unlimited)
+    max_in_flight: int | None  # deliveries in flight at most (null: unlimited)
     health: EndpointHealth
     created_at: str
     updated_at: str
@@ -81,6 +83,8 @@ class Schedule(TypedDict, total=False):
     last_fire_time: str | None
     start_at: str | None
     end_at: str | None
+    jitter_sec: int
+    overlap_policy: str  # ALLOW | SKIP | BUFFER_ONE
     finished: bool
     missed_left_out: int
     created_at: str
@@ -100,7 +104,8 @@ class FireRun(TypedDict, total=False):
 class Fire(TypedDict, total=False):
     fire_time: str
     manual: bool
-    status: str
+    due_at: str  # fire_time plus the schedule's jitter offset
+    status: str  # SCHEDULED | RUNNING | COMPLETED | FAILED | CANCELLED | MISSED | SKIPPED | BUFFERED
     started_at: str | None
     finished_at: str | None
     duration_ms: int | None

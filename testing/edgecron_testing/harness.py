@@ -128,6 +128,33 @@ def call_api(method: str, path: str, **kwargs: Any) -> ApiResponse:
     return ApiResponse(int(result["statusCode"]), response_body(result), dict(result.get("headers") or {}))
 
 
+def created(key: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST `body` to `path` with `key` and return what was made; any answer but a 201 fails the test."""
+    resp = call_api("POST", path, key=key, body=body)
+    assert resp.status == 201, resp.body
+    return dict(resp.body)
+
+
+def new_endpoint(key: str, url: str = "http://127.0.0.1:9/x", **extra: Any) -> str:
+    """A new Endpoint's id (the default URL is a closed port on loopback: nothing is delivered)."""
+    return str(created(key, "/v1/endpoints", {"url": url, **extra})["id"])
+
+
+def new_schedule(key: str, **body: Any) -> dict[str, Any]:
+    """A new Schedule as the API answered it."""
+    return created(key, "/v1/schedules", body)
+
+
+def delivery_message(run_id: str, app_id: str) -> dict[str, Any]:
+    """A run's delivery message as a worker gets it from SQS, each time with a fresh receipt."""
+    return {
+        "MessageId": uuid.uuid4().hex,
+        "ReceiptHandle": uuid.uuid4().hex,
+        "Body": json.dumps({"run_id": run_id, "app_id": app_id}),
+        "Attributes": {},
+    }
+
+
 def given_up_message(run_id: str, app_id: str, receives: int = 5) -> dict[str, Any]:
     """The delivery message of a run as the DLQ consumer gets it: SQS gave up after `receives`."""
     return {

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 os.environ.update(
@@ -181,8 +182,12 @@ class Pump:
                 self.sqs.delete_message(QueueUrl=info.url, ReceiptHandle=m["ReceiptHandle"])
         return len(messages)
 
-    def deliveries(self, *, quiet_for: float = 0.0, timeout: float = 15.0) -> int:
-        """Process delivery and retry messages; with quiet_for, wait that long for delayed ones."""
+    def deliveries(
+        self, *, quiet_for: float = 0.0, timeout: float = 15.0, until: Callable[[], bool] | None = None
+    ) -> int:
+        """Process delivery and retry messages; with quiet_for, wait that long for delayed ones. With
+        `until`, go on (up to the timeout) until it holds: a test that waits for a known outcome,
+        such as a retry falling due, then does not depend on how busy the machine is."""
         total = 0
         deadline = time.time() + timeout
         quiet_since = time.time()
@@ -191,6 +196,10 @@ class Pump:
             total += n
             if n:
                 quiet_since = time.time()
+            elif until is not None:
+                if until():
+                    break
+                time.sleep(0.05)
             elif time.time() - quiet_since >= quiet_for:
                 break
             else:

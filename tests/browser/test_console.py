@@ -58,6 +58,16 @@ def css(driver: WebDriver, selector: str, timeout: float = 20) -> WebElement:
     return element
 
 
+def click(driver: WebDriver, selector: str) -> None:
+    """Click the element `selector` finds, found afresh if the page redrew it in between."""
+
+    def clicked(d: WebDriver) -> bool:
+        d.find_element(By.CSS_SELECTOR, selector).click()
+        return True
+
+    wait_for(driver, clicked)
+
+
 def sign_in(driver: WebDriver, key: str) -> None:
     css(driver, "#api-key").send_keys(key)
     css(driver, "#sign-in").click()
@@ -184,21 +194,30 @@ def test_an_every_ten_seconds_schedule_fills_its_timeline_and_pauses(
     api.ok("DELETE", f"/v1/endpoints/{endpoint['id']}")
 
 
+def a_dead_letter(api: Api, failing_receiver: Receiver, order: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An Endpoint with one attempt per run and a run of it that is now a dead letter."""
+    policy = api.ok("POST", "/v1/retry-policies", {"max_attempts": 1})
+    endpoint = api.ok("POST", "/v1/endpoints", {"url": failing_receiver.url, "retry_policy_id": policy["id"]})
+    run = api.ok("POST", "/v1/task-runs", {"endpoint_id": endpoint["id"], "payload": {"order": order}})
+    api.wait_run(run["id"], lambda r: r["status"] == "dead_letter")
+    return endpoint, run
+
+
+def select_dead_letter(page: WebDriver, endpoint_id: str, run_id: str) -> None:
+    """On the dead-letters page, filter by the Endpoint and tick its one dead letter."""
+    go(page, "dead-letters")
+    css(page, "#dl-endpoint").send_keys(endpoint_id)
+    css(page, "form[aria-label='Filter dead letters'] button").click()
+    wait_for(page, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".dl-select")) == 1)
+    click(page, f"input[aria-label='Select {run_id}']")
+
+
 def test_a_failed_run_is_replayed_from_dead_letters(
     page: WebDriver, local_stack: LocalStackProcess, artifacts: Path, failing_receiver: Receiver, api: Api
 ) -> None:
-    policy = api.ok("POST", "/v1/retry-policies", {"max_attempts": 1})
-    endpoint = api.ok("POST", "/v1/endpoints", {"url": failing_receiver.url, "retry_policy_id": policy["id"]})
-    run = api.ok("POST", "/v1/task-runs", {"endpoint_id": endpoint["id"], "payload": {"order": 7}})
-    api.wait_run(run["id"], lambda r: r["status"] == "dead_letter")
+    endpoint, run = a_dead_letter(api, failing_receiver, order=7)
     sign_in(page, local_stack.api_key)
-    go(page, "dead-letters")
-    css(page, "#dl-endpoint").send_keys(endpoint["id"])
-    css(page, "form[aria-label='Filter dead letters'] button").click()
-    box = css(page, f"input[aria-label='Select {run['id']}']")
-    wait_for(page, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".dl-select")) == 1)
-    css(page, f"input[aria-label='Select {run['id']}']").click()
-    del box
+    select_dead_letter(page, endpoint["id"], run["id"])
     css(page, "#replay-selected").click()
     dialog_text = css(page, "#confirm-text").text
     assert dialog_text.startswith("Replay 1 dead letter?")
@@ -315,4 +334,29 @@ def test_bulk_replay_says_how_many_and_a_run_shows_its_attempts(
     go(page, "overview")
     wait_for(page, lambda d: css(d, "#card-deliveries .value").text not in {"", "0"})
     shot(page, artifacts, "overview")
+    api.ok("DELETE", f"/v1/endpoints/{endpoint['id']}")
+
+
+def _dead_letter_requests(driver: WebDriver) -> int:
+    """How many dead-letter list requests the page has completed so far."""
+    count: int = driver.execute_script(
+        "return performance.getEntriesByType('resource').filter((e) => e.name.includes('/v1/dead-letters?')).length"
+    )
+    return count
+
+
+def test_a_poll_that_finds_nothing_new_leaves_the_selected_dead_letter_alone(
+    page: WebDriver, local_stack: LocalStackProcess, failing_receiver: Receiver, api: Api
+) -> None:
+    endpoint, run = a_dead_letter(api, failing_receiver, order=8)
+    sign_in(page, local_stack.api_key)
+    select_dead_letter(page, endpoint["id"], run["id"])
+    box = css(page, f"input[aria-label='Select {run['id']}']")
+    box_id = box.id
+    seen = _dead_letter_requests(page)
+    # two more polls answered: the first one's drawing (if any) is surely done by the second
+    wait_for(page, lambda d: _dead_letter_requests(d) >= seen + 2, timeout=30)
+    assert css(page, f"input[aria-label='Select {run['id']}']").id == box_id  # the same element, not redrawn
+    assert box.is_selected()
+    assert css(page, "#replay-selected").text == "Replay selected (1)"
     api.ok("DELETE", f"/v1/endpoints/{endpoint['id']}")

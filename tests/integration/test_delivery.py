@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -12,6 +12,7 @@ from standardwebhooks.webhooks import Webhook
 
 from edgecron import clock
 from edgecron.data import runs as run_data
+from edgecron.domain import run_states
 from edgecron_testing.harness import call_api, invoke, sqs_event
 from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver, Reply
@@ -36,6 +37,11 @@ def fast_policy(key: str, attempts: int = 3, **extra: object) -> str:
     resp = call_api("POST", "/v1/retry-policies", key=key, body=body)
     assert resp.status == 201, resp.body
     return str(resp.body["id"])
+
+
+def finished(key: str, run_id: object) -> Callable[[], bool]:
+    """Whether the run has reached a final status (what a test that waits for its retries waits for)."""
+    return lambda: get_run(key, run_id)["status"] in run_states.TERMINAL
 
 
 def create_run(key: str, endpoint_id: object, **extra: object) -> dict[str, object]:
@@ -81,7 +87,7 @@ def test_500_500_200_retries_then_succeeds_with_a_stable_webhook_id(
     receiver.script("/flaky", Reply(500), Reply(503), Reply(200))
     ep = make_endpoint(app_key, receiver.url("/flaky"), retry_policy_id=fast_policy(app_key))
     run = create_run(app_key, ep["id"])
-    pump.deliveries(quiet_for=2.5)
+    pump.deliveries(until=finished(app_key, run["id"]))
     got = receiver.received("/flaky")
     assert [r.headers["webhook-id"] for r in got] == [run["id"]] * 3
     for r in got:
@@ -137,7 +143,7 @@ def test_attempt_pages_list_every_attempt_once_in_order(
     receiver.script("/pages", Reply(500), Reply(503), Reply(200))
     ep = make_endpoint(app_key, receiver.url("/pages"), retry_policy_id=fast_policy(app_key))
     run = create_run(app_key, ep["id"])
-    pump.deliveries(quiet_for=2.5)
+    pump.deliveries(until=finished(app_key, run["id"]))
     seen: list[int] = []
     cursor: str | None = None
     for _ in range(10):
@@ -173,7 +179,7 @@ def test_429_with_retry_after_is_retried_after_the_delay(
     receiver.script("/busy", Reply(429, headers={"Retry-After": value}), Reply(200))
     ep = make_endpoint(app_key, receiver.url("/busy"), retry_policy_id=fast_policy(app_key))
     run = create_run(app_key, ep["id"])
-    pump.deliveries(quiet_for=3.5)
+    pump.deliveries(until=finished(app_key, run["id"]))
     got = receiver.received("/busy")
     assert len(got) == 2
     assert got[1].at - got[0].at >= 0.9
@@ -200,7 +206,9 @@ def test_timeout_is_retried_and_redirects_are_not_followed(
     moved = make_endpoint(app_key, receiver.url("/moved"))
     run_slow = create_run(app_key, slow["id"])
     run_moved = create_run(app_key, moved["id"])
-    pump.deliveries(quiet_for=2.5)
+    pump.deliveries(
+        until=lambda: finished(app_key, run_slow["id"])() and finished(app_key, run_moved["id"])()
+    )
     first = attempts(app_key, run_slow["id"])[0]
     assert first["error_kind"] == "timeout" and first["outcome"] == "retry"
     assert get_run(app_key, run_slow["id"])["status"] == "success"
@@ -213,7 +221,7 @@ def test_exhaustion_dead_letter_then_replay_succeeds(app_key: str, receiver: Rec
     receiver.script("/down", Reply(500), Reply(500), Reply(200))
     ep = make_endpoint(app_key, receiver.url("/down"), retry_policy_id=fast_policy(app_key, attempts=2))
     run = create_run(app_key, ep["id"])
-    pump.deliveries(quiet_for=2.5)
+    pump.deliveries(until=finished(app_key, run["id"]))
     dead = get_run(app_key, run["id"])
     assert dead["status"] == "dead_letter" and "attempts exhausted (2 of 2)" in dead["last_error"]
     listed = call_api("GET", "/v1/dead-letters", key=app_key, query={"endpoint_id": str(ep["id"])}).body[

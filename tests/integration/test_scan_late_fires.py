@@ -19,6 +19,7 @@ from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
 from edgecron.services import delivery, scan
 from edgecron_testing.harness import call_api
+from edgecron_testing.harness import new_endpoint as endpoint
 from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, app_runs, new_app, queue
@@ -39,12 +40,6 @@ def fixed() -> clock.FixedClock:
     c = clock.FixedClock(T0)
     clock.set_clock(c)
     return c
-
-
-def endpoint(key: str, url: str, **extra: Any) -> str:
-    resp = call_api("POST", "/v1/endpoints", key=key, body={"url": url, **extra})
-    assert resp.status == 201, resp.body
-    return str(resp.body["id"])
 
 
 def fire_now(key: str, endpoint_ids: list[str], policy: str) -> str:

@@ -12,6 +12,8 @@ import pytest
 from edgecron import clock
 from edgecron.data import schedules as schedule_data
 from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.harness import new_endpoint as endpoint
+from edgecron_testing.harness import new_schedule as schedule
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, new_app
 
@@ -23,18 +25,6 @@ def fixed() -> clock.FixedClock:
     c = clock.FixedClock(T0)
     clock.set_clock(c)
     return c
-
-
-def endpoint(key: str, url: str, **extra: Any) -> str:
-    resp = call_api("POST", "/v1/endpoints", key=key, body={"url": url, **extra})
-    assert resp.status == 201, resp.body
-    return str(resp.body["id"])
-
-
-def schedule(key: str, **body: Any) -> dict[str, Any]:
-    resp = call_api("POST", "/v1/schedules", key=key, body=body)
-    assert resp.status == 201, resp.body
-    return dict(resp.body)
 
 
 def test_a_pause_keeps_its_reason_until_resume(fixed: clock.FixedClock) -> None:

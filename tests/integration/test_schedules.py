@@ -19,6 +19,8 @@ from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
 from edgecron.services import fire_dispatch, schedules_scan
 from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.harness import new_endpoint as endpoint
+from edgecron_testing.harness import new_schedule as schedule
 from edgecron_testing.inprocess import app_of_run
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, app_runs, new_app
@@ -38,18 +40,6 @@ def fixed() -> clock.FixedClock:
     c = clock.FixedClock(T0)
     clock.set_clock(c)
     return c
-
-
-def endpoint(key: str, url: str = "http://127.0.0.1:9/x", **extra: Any) -> str:
-    resp = call_api("POST", "/v1/endpoints", key=key, body={"url": url, **extra})
-    assert resp.status == 201, resp.body
-    return str(resp.body["id"])
-
-
-def schedule(key: str, **body: Any) -> dict[str, Any]:
-    resp = call_api("POST", "/v1/schedules", key=key, body=body)
-    assert resp.status == 201, resp.body
-    return dict(resp.body)
 
 
 def fires_of(schedule_id: str) -> list[FireModel]:

@@ -609,3 +609,26 @@ def test_no_command_prints_the_configured_key(stub: tuple[StubApi, str], cli: Cl
     result = run(cli, "usage")
     assert result.exit_code == 4
     assert KEY not in result.output and ADMIN not in result.output
+
+
+def test_schedule_jitter_and_overlap_flags_are_sent(stub: tuple[StubApi, str], cli: CliRunner) -> None:
+    api, _ = stub
+    api.on("POST", "/v1/schedules", Reply(201, {"id": "sch_1", "jitter_sec": 300, "overlap_policy": "SKIP"}))
+    api.on("PATCH", "/v1/schedules/sch_1", Reply(200, {"id": "sch_1", "overlap_policy": "BUFFER_ONE"}))
+    created = run(
+        cli, "schedules", "create", "--cron", "0 * * * *", "--jitter-sec", "300", "--overlap-policy", "skip"
+    )
+    assert created.exit_code == 0, created.output
+    assert "overlap_policy" in created.stdout and "SKIP" in created.stdout
+    assert api.seen("POST", "/v1/schedules")[0].body == {
+        "cron": "0 * * * *",
+        "jitter_sec": 300,
+        "overlap_policy": "SKIP",
+    }
+    updated = run(cli, "schedules", "update", "sch_1", "--overlap-policy", "BUFFER_ONE", "--jitter-sec", "0")
+    assert updated.exit_code == 0, updated.output
+    assert api.seen("PATCH", "/v1/schedules/sch_1")[0].body == {
+        "jitter_sec": 0,
+        "overlap_policy": "BUFFER_ONE",
+    }
+    assert run(cli, "schedules", "create", "--cron", "0 * * * *", "--jitter-sec", "3601").exit_code == 2

@@ -3,6 +3,10 @@ stay atomic), counted for snapshots; the queue waiter and the SQS pollers that s
 
 from __future__ import annotations
 
+import json
+import logging
+import random
+import re
 import threading
 import time
 import uuid
@@ -13,10 +17,14 @@ from typing import Any
 import boto3
 import botocore.handlers
 import pytest
+from botocore.awsrequest import AWSRequest
 from botocore.config import Config
+from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
+from moto.dynamodb.models import dynamodb_backends
+from moto.dynamodb.models.utilities import dynamo_json_dump
 
-from edgecron_cli.local import moto_server, moto_speedups
+from edgecron_cli.local import moto_patches, moto_server, moto_speedups
 from edgecron_cli.local.event_sources import SqsPoller
 from edgecron_cli.local.intrinsics import REGION
 from edgecron_cli.local.lambda_runtime import Invocation
@@ -32,9 +40,9 @@ def moto() -> Iterator[LocalMotoServer]:
     moto_speedups.uninstall()
 
 
-def _client(server: LocalMotoServer, service: str, *, over_http: bool = False) -> Any:
+def _client(server: LocalMotoServer, service: str, *, over_http: bool = False, region: str = REGION) -> Any:
     session = boto3.session.Session(
-        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=region
     )
     client = session.client(
         service,
@@ -161,6 +169,110 @@ def test_writes_are_counted_and_reads_are_not(moto: LocalMotoServer) -> None:
     ddb.put_item(TableName=table, Item={"id": {"S": "a"}})
     _client(moto, "dynamodb", over_http=True).delete_item(TableName=table, Key={"id": {"S": "a"}})
     assert moto.changes.value == before + 2
+
+
+_SIGV4_SIGNATURE = re.compile(r"Signature=[0-9a-f]{64}$")
+
+
+def _authorizations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The Authorization header of every call moto answers in process, from now on."""
+    seen: list[str] = []
+    real = moto_server._answer
+
+    def answer(handler: Any, request: Any) -> Any:
+        seen.append(moto_server._header(request, "Authorization"))
+        return real(handler, request)
+
+    monkeypatch.setattr(moto_server, "_answer", answer)
+    return seen
+
+
+def test_in_process_calls_are_not_hashed_and_still_reach_their_region_and_account(
+    moto: LocalMotoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _authorizations(monkeypatch)
+    sqs = _client(moto, "sqs", region="eu-west-1")
+    url = sqs.create_queue(QueueName=f"q-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    assert arn == f"arn:aws:sqs:eu-west-1:123456789012:{url.rpartition('/')[2]}"
+    ddb = _client(moto, "dynamodb", region="eu-west-1")
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    assert name in ddb.list_tables()["TableNames"]
+    assert name not in _client(moto, "dynamodb").list_tables()["TableNames"]  # us-east-1
+    assert len(seen) == 5
+    assert all(a.endswith(f"Signature={moto_server.UNSIGNED_MARK}") for a in seen)
+    assert "Credential=testing/" in seen[0] and "/eu-west-1/sqs/aws4_request" in seen[0]
+    assert "/eu-west-1/dynamodb/aws4_request" in seen[2]
+
+
+def test_calls_to_any_other_endpoint_are_signed_with_sigv4(moto: LocalMotoServer) -> None:
+    signer = moto_server.InProcessSigner(Credentials("testing", "testing"), "sqs", "eu-west-1")
+    for url in ("https://sqs.eu-west-1.amazonaws.com/", moto.endpoint_url.replace("127.0.0.1", "localhost")):
+        request = AWSRequest(method="POST", url=url, data=b"Action=ListQueues", headers={})
+        signer.add_auth(request)
+        assert _SIGV4_SIGNATURE.search(request.headers["Authorization"]), url
+    request = AWSRequest(method="POST", url=moto.endpoint_url + "/", data=b"Action=ListQueues", headers={})
+    signer.add_auth(request)
+    assert request.headers["Authorization"].endswith(f"Signature={moto_server.UNSIGNED_MARK}")
+
+
+def test_on_another_moto_release_calls_are_signed_as_before_and_one_warning_says_so(
+    moto: LocalMotoServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(moto_patches, "found_version", lambda: "5.3.0")
+    moto_patches.forget_warnings()
+    caplog.set_level(logging.WARNING, logger="edgecron_cli.local")
+    seen = _authorizations(monkeypatch)
+    other = start_moto(0)
+    try:
+        _client(other, "dynamodb").list_tables()
+    finally:
+        other.stop()
+        moto_patches.forget_warnings()
+    (authorization,) = seen
+    assert _SIGV4_SIGNATURE.search(authorization)
+    warned = [r.getMessage() for r in caplog.records if "SigV4" in r.getMessage()]
+    assert len(warned) == 1 and "found moto 5.3.0" in warned[0]
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> dict[str, Any]:
+    kinds = ["S", "N", "B", "SS", "NS", "BS", "BOOL", "NULL"] + (["M", "L"] if depth < 3 else [])
+    kind = rng.choice(kinds)
+    if kind in ("S", "N"):
+        return {kind: rng.choice(["0", "-1.5", "ünï", "a b"]) if kind == "S" else str(rng.randint(-9, 99))}
+    if kind == "B":
+        return {"B": rng.randbytes(rng.randint(1, 5))}
+    if kind in ("SS", "NS"):
+        return {kind: sorted({str(rng.randint(0, 99)) for _ in range(rng.randint(1, 3))})}
+    if kind == "BS":
+        return {"BS": list({rng.randbytes(3) for _ in range(rng.randint(1, 3))})}
+    if kind == "BOOL":
+        return {"BOOL": rng.random() < 0.5}
+    if kind == "NULL":
+        return {"NULL": True}
+    if kind == "M":
+        return {"M": {f"k{i}": _random_value(rng, depth + 1) for i in range(rng.randint(0, 3))}}
+    return {"L": [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]}
+
+
+def test_snapshot_reads_give_what_moto_serializes(moto: LocalMotoServer) -> None:
+    table = _table(moto)
+    ddb = _client(moto, "dynamodb")
+    rng = random.Random(7)
+    for i in range(60):
+        item = {f"a{j}": _random_value(rng) for j in range(rng.randint(0, 6))}
+        ddb.put_item(TableName=table, Item={"id": {"S": str(i)}, **item})
+    moto_table = dynamodb_backends["123456789012"][REGION].get_table(table)
+    expected = json.loads(dynamo_json_dump([i.to_json()["Attributes"] for i in moto_table.all_items()]))
+    assert moto_server.table_items(table) == expected
+    text = json.dumps(expected)
+    assert '"B": ' in text and '"BS": ' in text and '"M": {"k0": {"B": ' in text  # binary, nested too
 
 
 def test_stopping_removes_the_in_process_hook() -> None:

@@ -161,6 +161,18 @@ def test_update_expressions_parse_and_copy_to_the_same_trees() -> None:
 
 
 @pytest.mark.usefixtures("speedups")
+def test_a_fresh_parse_is_its_validators_own_and_later_copies_are_the_parse_as_it_was() -> None:
+    expected = _tree(copy.deepcopy(UpdateExpressionParser.make(EXPRESSIONS[0])))
+    tree = UpdateExpressionParser.make(EXPRESSIONS[0])
+    assert dynamodb_validators.deepcopy(tree) is tree  # the first copy: nobody else holds the tree
+    tree.children[0].children = None  # what a validator does to its tree, in effect
+    again = dynamodb_validators.deepcopy(tree)
+    assert again is not tree and _tree(again) == expected
+    assert dynamodb_validators.deepcopy(again) is not again  # a copy is not fresh from the parse
+    assert _tree(dynamodb_validators.deepcopy(again)) == expected
+
+
+@pytest.mark.usefixtures("speedups")
 def test_updates_apply_with_the_cached_parse() -> None:
     from moto.dynamodb.models import DynamoDBBackend
 
@@ -302,3 +314,99 @@ def test_update_validation_walk_gives_moto_results_and_errors() -> None:
         moto_speedups.uninstall()
     assert got == expected
     assert sum(isinstance(outcome, tuple) for outcome in expected) == 10  # the refusals are compared too
+
+
+CONDITIONS: list[tuple[str, dict[str, str]]] = [
+    ("#s = :s", {"#s": "status"}),
+    (
+        "(#s IN (:a, :b) OR (#s = :r AND #c < :now)) AND attribute_exists(#id)",
+        {"#s": "status", "#c": "claim", "#id": "id"},
+    ),
+    (
+        "attribute_not_exists(id) OR NOT (size(#l) >= :n) AND begins_with(#p, :prefix)",
+        {"#l": "list", "#p": "path"},
+    ),
+    (
+        "#n BETWEEN :low AND :high AND attribute_type(#n, :type) AND contains(#l, :s)",
+        {"#n": "count", "#l": "list"},
+    ),
+    ("m.k[1] <> :s", {}),
+]
+
+
+def _evaluate(op: Any, item: Any) -> Any:
+    try:
+        return op.expr(item)
+    except Exception as exc:
+        return type(exc).__name__, str(exc)
+
+
+def _condition_outcomes(rng: random.Random) -> list[Any]:
+    """Each condition with three sets of values, each evaluated against a few items; then the refusals."""
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+    from moto.dynamodb.models.dynamo_type import Item
+
+    items = [
+        Item({"S": "a"}, None, {"id": {"S": "a"}}),
+        Item(
+            {"S": "b"},
+            None,
+            {
+                "id": {"S": "b"},
+                "status": {"S": "running"},
+                "claim": {"N": "5"},
+                "count": {"N": "3"},
+                "list": {"L": [{"S": "x"}, {"S": "y"}]},
+                "path": {"S": "/v1/x"},
+                "m": {"M": {"k": {"L": [{"S": "p"}, {"S": "q"}]}}},
+            },
+        ),
+    ]
+    outcomes: list[Any] = []
+    for expression, names in CONDITIONS:
+        for _ in range(3):
+            values = {
+                ":s": {"S": rng.choice(["running", "q", "x"])},
+                ":a": {"S": "pending"},
+                ":b": {"S": rng.choice(["running", "retrying"])},
+                ":r": {"S": "running"},
+                ":now": {"N": str(rng.randint(0, 9))},
+                ":n": {"N": str(rng.randint(0, 3))},
+                ":prefix": {"S": rng.choice(["/v1", "/v2"])},
+                ":low": {"N": str(rng.randint(0, 4))},
+                ":high": {"N": str(rng.randint(3, 6))},
+                ":type": {"S": rng.choice(["N", "S"])},
+            }
+            parser = ConditionExpressionParser(expression, names, values)
+            op = parser.parse()
+            outcomes.append(
+                (
+                    [_evaluate(op, item) for item in items],
+                    parser.expr_attr_names_found,
+                    parser.expr_attr_values_found,
+                )
+            )
+    for expression, names, values in [
+        ("#s = :missing", {"#s": "status"}, {}),
+        ("#s = :s", {}, {":s": {"S": "x"}}),
+        ("#s = = :s", {"#s": "status"}, {":s": {"S": "x"}}),
+        ("((#s = :s))", {"#s": "status"}, {":s": {"S": "x"}}),
+    ]:
+        for _ in range(2):  # a refusal is refused again, not kept
+            try:
+                ConditionExpressionParser(expression, names, values).parse()
+                outcomes.append("accepted")
+            except Exception as exc:
+                outcomes.append((type(exc).__name__, str(exc)))
+    return outcomes
+
+
+def test_kept_condition_trees_evaluate_each_calls_values_as_moto_does() -> None:
+    expected = _condition_outcomes(random.Random(3))
+    moto_speedups.install()
+    try:
+        got = _condition_outcomes(random.Random(3))
+    finally:
+        moto_speedups.uninstall()
+    assert got == expected
+    assert len({str(outcome[0]) for outcome in expected if isinstance(outcome, tuple)}) > 3

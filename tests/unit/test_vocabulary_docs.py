@@ -19,6 +19,7 @@ SECTIONS: dict[str, type[StrEnum]] = {
     "Fire status": v.FireStatus,
     "Schedule status": v.ScheduleStatus,
     "Missed policy": v.MissedPolicy,
+    "Overlap policy": v.OverlapPolicy,
     "Fan-out status": v.FanoutStatus,
     "Retry strategy": v.RetryStrategy,
     "HTTP method": v.HttpMethod,

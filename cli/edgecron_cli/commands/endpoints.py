@@ -55,6 +55,8 @@ FIELDS: list[output.Column] = [
         "disable_after",
         lambda e: f"{e.get('disable_after_failures')} failures, {e.get('disable_after_sec')} s",
     ),
+    ("max_per_sec", "max_per_sec"),
+    ("max_in_flight", "max_in_flight"),
     ("created_at", "created_at"),
     ("updated_at", "updated_at"),
 ]
@@ -74,6 +76,13 @@ DisableAfterFailures = Annotated[
 ]
 DisableAfterSec = Annotated[
     int | None, typer.Option(help="...over at least this many seconds (default 432000, five days).")
+]
+MaxPerSec = Annotated[
+    float | None,
+    typer.Option(help="At most this many deliveries a second, across every worker (0.01-10000)."),
+]
+MaxInFlight = Annotated[
+    int | None, typer.Option(help="At most this many deliveries in flight at once (1-100).")
 ]
 EndpointId = Annotated[str, typer.Argument(help="Endpoint id (ep_...).")]
 
@@ -97,6 +106,8 @@ def create(
     description: Description = None,
     disable_after_failures: DisableAfterFailures = None,
     disable_after_sec: DisableAfterSec = None,
+    max_per_sec: MaxPerSec = None,
+    max_in_flight: MaxInFlight = None,
     inactive: Annotated[bool, typer.Option("--inactive", help="Create it switched off.")] = False,
     idempotency_key: IdempotencyKey = None,
     json_flag: JsonFlag = False,
@@ -112,6 +123,8 @@ def create(
         "description": description,
         "disable_after_failures": disable_after_failures,
         "disable_after_sec": disable_after_sec,
+        "max_per_sec": max_per_sec,
+        "max_in_flight": max_in_flight,
     }
     body.update({k: v for k, v in optional.items() if v is not None})
     if inactive:
@@ -154,6 +167,12 @@ def update(
     description: Description = None,
     disable_after_failures: DisableAfterFailures = None,
     disable_after_sec: DisableAfterSec = None,
+    max_per_sec: MaxPerSec = None,
+    no_max_per_sec: Annotated[bool, typer.Option("--no-max-per-sec", help="Remove the rate limit.")] = False,
+    max_in_flight: MaxInFlight = None,
+    no_max_in_flight: Annotated[
+        bool, typer.Option("--no-max-in-flight", help="Remove the in-flight limit.")
+    ] = False,
     active: Annotated[
         bool | None,
         typer.Option("--active/--inactive", help="Switch on or off; --active re-enables a disabled one."),
@@ -172,6 +191,8 @@ def update(
         "description": description,
         "disable_after_failures": disable_after_failures,
         "disable_after_sec": disable_after_sec,
+        "max_per_sec": max_per_sec,
+        "max_in_flight": max_in_flight,
         "active": active,
     }
     changes.update({k: v for k, v in optional.items() if v is not None})
@@ -181,6 +202,10 @@ def update(
         changes["retry_policy_id"] = None
     if no_events:
         changes["filter_events"] = []
+    if no_max_per_sec:
+        changes["max_per_sec"] = None
+    if no_max_in_flight:
+        changes["max_in_flight"] = None
     if not changes:
         raise typer.BadParameter("nothing to change: give at least one option", param_hint="options")
     show_one(client().endpoints.update(endpoint_id, changes), FIELDS, json_flag=json_flag)

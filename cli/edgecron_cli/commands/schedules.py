@@ -52,6 +52,8 @@ FIELDS: list[output.Column] = [
     ("last_fire_time", "last_fire_time"),
     ("start_at", "start_at"),
     ("end_at", "end_at"),
+    ("jitter_sec", "jitter_sec"),
+    ("overlap_policy", "overlap_policy"),
     ("finished", "finished"),
     ("missed_left_out", "missed_left_out"),
     ("created_at", "created_at"),
@@ -59,6 +61,7 @@ FIELDS: list[output.Column] = [
 ]
 FIRE_COLUMNS: list[output.Column] = [
     ("fire_time", "fire_time"),
+    ("due_at", "due_at"),
     ("manual", "manual"),
     ("status", "status"),
     ("duration_ms", "duration_ms"),
@@ -81,6 +84,18 @@ RetryPolicy = Annotated[
 ScheduleId = Annotated[str, typer.Argument(help="Schedule id.")]
 StartAt = Annotated[str | None, typer.Option("--start-at", help="No fire before this time (RFC 3339).")]
 EndAt = Annotated[str | None, typer.Option("--end-at", help="No fire after this time (RFC 3339).")]
+JitterSec = Annotated[
+    int | None,
+    typer.Option(
+        "--jitter-sec", min=0, max=3600, help="Deliver each fire up to this many seconds late (0-3600)."
+    ),
+]
+OverlapPolicy = Annotated[
+    str | None,
+    typer.Option(
+        "--overlap-policy", help="While the previous fire is open: ALLOW (default), SKIP or BUFFER_ONE."
+    ),
+]
 
 
 @app.command("create")
@@ -95,6 +110,8 @@ def create(
     retry_policy: RetryPolicy = None,
     start_at: StartAt = None,
     end_at: EndAt = None,
+    jitter_sec: JitterSec = None,
+    overlap_policy: OverlapPolicy = None,
     paused: Annotated[bool, typer.Option("--paused", help="Create it PAUSED.")] = False,
     idempotency_key: IdempotencyKey = None,
     json_flag: JsonFlag = False,
@@ -112,6 +129,8 @@ def create(
         "retry_policy_id": retry_policy,
         "start_at": start_at,
         "end_at": end_at,
+        "jitter_sec": jitter_sec,
+        "overlap_policy": overlap_policy.upper() if overlap_policy else None,
     }
     body: dict[str, Any] = {k: v for k, v in optional.items() if v is not None}
     if payload is not None:
@@ -159,6 +178,8 @@ def update(
     ] = False,
     start_at: StartAt = None,
     end_at: EndAt = None,
+    jitter_sec: JitterSec = None,
+    overlap_policy: OverlapPolicy = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Change a Schedule; only the flags given are sent (PATCH). Use pause/resume for its status."""
@@ -172,6 +193,8 @@ def update(
         "retry_policy_id": retry_policy,
         "start_at": start_at,
         "end_at": end_at,
+        "jitter_sec": jitter_sec,
+        "overlap_policy": overlap_policy.upper() if overlap_policy else None,
     }
     changes: dict[str, Any] = {k: v for k, v in optional.items() if v is not None}
     if payload is not None:

@@ -17,6 +17,7 @@ from edgecron.domain.vocabulary import (
     FanoutStatus,
     KeyRole,
     MissedPolicy,
+    OverlapPolicy,
     RunStatus,
     ScheduleStatus,
     Source,
@@ -68,6 +69,8 @@ def _endpoint_fields(ep: Endpoint) -> dict[str, Any]:
         "disabled_reason": ep.disabled_reason,
         "disable_after_failures": ep.disable_after_failures,
         "disable_after_sec": ep.disable_after_sec,
+        "max_per_sec": ep.max_per_sec,
+        "max_in_flight": ep.max_in_flight,
         "health": EndpointHealthOut(
             state=ep.health_state,
             consecutive_failures=ep.health.consecutive_failures,
@@ -177,6 +180,8 @@ def schedule_out(s: Any, preview: Sequence[int] | None = None) -> ScheduleOut:
         last_fire_time=iso_ms(s.last_fire_at),
         start_at=iso_ms(s.start_at),
         end_at=iso_ms(s.end_at),
+        jitter_sec=int(s.jitter_sec or 0),
+        overlap_policy=OverlapPolicy(s.overlap_policy or OverlapPolicy.ALLOW),
         finished=bool(s.finished),
         missed_left_out=int(s.missed_left_out or 0),
         created_at=iso_ms(s.created_at) or "",
@@ -190,6 +195,7 @@ def fire_out(f: Fire, runs: Mapping[str, Any], now_ms: int) -> FireOut:
     return FireOut(
         fire_time=iso_ms(f.fire_at) or "",
         manual=f.manual,
+        due_at=iso_ms(f.due_ms) or "",
         status=f.shown_status(now_ms),
         started_at=iso_ms(f.started_at),
         finished_at=iso_ms(f.finished_at),

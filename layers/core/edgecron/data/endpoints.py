@@ -59,6 +59,8 @@ def to_entity(row: EndpointModel) -> Endpoint:
             failing_since=_int_or(row.health_failing_since, None),
             last_success_at=_int_or(row.health_last_success_at, None),
         ),
+        max_per_sec=float(row.max_per_sec) if row.max_per_sec is not None else None,
+        max_in_flight=_int_or(row.max_in_flight, None),
     )
 
 
@@ -88,6 +90,8 @@ def _row(endpoint: Endpoint) -> EndpointModel:
         disable_after_failures=endpoint.disable_after_failures,
         disable_after_sec=endpoint.disable_after_sec,
         disabled_reason=str(endpoint.disabled_reason) if endpoint.disabled_reason else None,
+        max_per_sec=endpoint.max_per_sec,
+        max_in_flight=endpoint.max_in_flight,
     )
 
 
@@ -106,6 +110,8 @@ _USER_FIELDS = (
     "disable_after_failures",
     "disable_after_sec",
     "disabled_reason",
+    "max_per_sec",
+    "max_in_flight",
 )
 
 

@@ -28,15 +28,17 @@ from edgecron.domain.fires import Fire
 from edgecron.domain.vocabulary import FireStatus, ScheduleStatus
 
 M = FireModel
-SCHEDULED, RUNNING, COMPLETED, FAILED, CANCELLED, MISSED = (
+SCHEDULED, RUNNING, COMPLETED, FAILED, CANCELLED, MISSED, SKIPPED, BUFFERED = (
     FireStatus.SCHEDULED,
     FireStatus.RUNNING,
     FireStatus.COMPLETED,
     FireStatus.FAILED,
     FireStatus.CANCELLED,
     FireStatus.MISSED,
+    FireStatus.SKIPPED,
+    FireStatus.BUFFERED,
 )
-OPEN = (SCHEDULED, RUNNING)
+OPEN = (SCHEDULED, RUNNING, BUFFERED)
 _CONDITION_FAILED = "ConditionalCheckFailed"
 S = ScheduleModel
 
@@ -68,6 +70,9 @@ def create(
     error: str | None = None,
     paged: bool = False,
     manual: bool = False,
+    due_at_ms: int | None = None,
+    overlap: str | None = None,
+    waits_long: bool = False,
 ) -> tuple[FireModel, bool]:
     """Create the Fire unless it exists (one conditional put: its key is the exactly-once anchor);
     returns (the stored Fire, created?). Whether the schedule may still fire at this time is the
@@ -75,8 +80,13 @@ def create(
     advance after). A Fire bound to listed Endpoints is dispatched by the call that creates it and,
     if that call dies, again by the next scan from the schedule's `due` entry (the schedule moves
     past this time last), so it carries `started_at` at once and stays out of `open_fire_keys`; a
-    broadcast Fire enters that index until it settles (its fan-out may be cut short by a crash)."""
+    broadcast Fire enters that index until it settles (its fan-out may be cut short by a crash).
+    A Fire under an overlap policy (`overlap`) is admitted at its due time, not at its dispatch: it
+    enters the index too, without `started_at`, so the scan re-drives an admission a crash cut short.
+    So does one whose runs wait long past its fire time (`waits_long`, a jitter): a pause looks for
+    open Fires among the recent ones and in the index, and must find it however old it gets."""
     is_open = status in OPEN
+    gated = overlap is not None and is_open
     fire = M(
         schedule_id=schedule_id,
         fire_at=fire_at_ms,
@@ -89,10 +99,12 @@ def create(
         page_count=0 if paged else None,
         created_at=now_ms,
         error=error,
-        open_shard=open_shard(schedule_id) if is_open and paged else None,
-        started_at=max(fire_at_ms, now_ms) if is_open and not paged else None,
+        open_shard=open_shard(schedule_id) if is_open and (paged or gated or waits_long) else None,
+        started_at=max(fire_at_ms, now_ms) if is_open and not paged and not gated else None,
         finished_at=None if is_open else now_ms,
         manual=True if manual else None,
+        due_at=due_at_ms,
+        overlap=overlap if gated else None,
         expires_at=expires_at_s(now_ms),
     )
     if save_if(fire, M.fire_at.does_not_exist()):
@@ -110,8 +122,50 @@ def create(
             error=error,
             paged=paged,
             manual=manual,
+            due_at_ms=due_at_ms,
+            overlap=overlap,
         )
     return existing, False
+
+
+def due_ms(fire: FireModel) -> int:
+    """When the Fire's runs are due: its fire time plus its jitter offset, and for a Fire admitted
+    by its overlap policy after that (a buffered one), its admission."""
+    due = int(fire.due_at) if fire.due_at is not None else int(fire.fire_at)
+    if fire.admitted_at is not None:
+        due = max(due, int(fire.admitted_at))
+    return due
+
+
+def waits_for_admission(fire: FireModel) -> bool:
+    """An open Fire under an overlap policy that has not been let start yet (due later, or buffered)."""
+    return fire.overlap is not None and fire.admitted_at is None and fire.status in OPEN
+
+
+def admit(fire: FireModel, now_ms: int) -> bool:
+    """Let a gated Fire start (a buffered one is SCHEDULED again); False if it was admitted or
+    settled meanwhile."""
+    return update_if(
+        fire,
+        [M.admitted_at.set(now_ms), M.status.set(SCHEDULED)],
+        M.status.is_in(*OPEN) & M.admitted_at.does_not_exist(),
+    )
+
+
+def mark_buffered(fire: FireModel) -> bool:
+    """A gated Fire waits behind the schedule's running one (BUFFER_ONE)."""
+    return update_if(
+        fire, [M.status.set(BUFFERED)], M.status.is_in(SCHEDULED, BUFFERED) & M.admitted_at.does_not_exist()
+    )
+
+
+def settle_unadmitted(fire: FireModel, status: str, now_ms: int, error: str | None) -> bool:
+    """Settle a gated Fire that was never admitted (SKIPPED, or CANCELLED while it waited): it has
+    no runs to settle from. Fails if it was admitted meanwhile (it then settles from its runs)."""
+    actions: list[Any] = [M.status.set(status), M.finished_at.set(now_ms), M.open_shard.remove()]
+    if error:
+        actions.append(M.error.set(error[:500]))
+    return update_if(fire, actions, M.status.is_in(*OPEN) & M.admitted_at.does_not_exist())
 
 
 def mark_dispatched(fire: FireModel, now_ms: int) -> None:
@@ -293,6 +347,7 @@ def entity(row: FireModel) -> Fire:
         finished_at=None if row.finished_at is None else int(row.finished_at),
         error=row.error,
         manual=bool(row.manual),
+        due_at=None if row.due_at is None else int(row.due_at),
     )
 
 

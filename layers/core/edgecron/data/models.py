@@ -100,6 +100,23 @@ class EndpointModel(Model):
     health_failing_since = NumberAttribute(null=True)
     health_last_success_at = NumberAttribute(null=True)
     health_warned_at = NumberAttribute(null=True)  # the last ENDPOINT_FAILING warning
+    # Flow control (None: unlimited); the shared state is a FlowControlModel item
+    max_per_sec = NumberAttribute(null=True)
+    max_in_flight = NumberAttribute(null=True)
+
+
+class FlowControlModel(Model):
+    """An Endpoint's shared flow-control state, in the Endpoints table under a partition of its own
+    (FLOW_PARTITION + app_id), so reads of an App's Endpoints never meet it."""
+
+    class Meta:
+        table_name = _table("endpoints_table")
+        region = _REGION
+
+    app_id = UnicodeAttribute(hash_key=True)  # FLOW_PARTITION + the App's id
+    endpoint_id = UnicodeAttribute(range_key=True)
+    tat = NumberAttribute(null=True)  # the rate's next free slot, microseconds since the epoch
+    leases = MapAttribute[str, Any](null=True)  # run id -> lease expiry (ms): deliveries in flight
 
 
 class RetryPolicyModel(Model):
@@ -151,6 +168,11 @@ class ScheduleModel(Model):
     end_at = NumberAttribute(
         null=True
     )  # no fire after this time (ms); past it the schedule is ENDED  # why it was paused (by a user or by failures)
+    jitter_sec = NumberAttribute(null=True)  # each fire is due at an offset in [0, jitter_sec)
+    overlap_policy = UnicodeAttribute(null=True)  # null: ALLOW
+    # the overlap slot (SKIP, BUFFER_ONE): the Fire admitted last while open, and the one waiting
+    overlap_running_at = NumberAttribute(null=True)
+    overlap_buffered_at = NumberAttribute(null=True)
     next_fire_at = NumberAttribute(null=True)
     due_shard = UnicodeAttribute(null=True)
     finished = BooleanAttribute(default=False)
@@ -196,6 +218,9 @@ class FireModel(Model):
     error = UnicodeAttribute(null=True)
     counted = BooleanAttribute(default=False)
     manual = BooleanAttribute(null=True)  # triggered by hand, outside the cron times
+    due_at = NumberAttribute(null=True)  # when its runs are due (fire_at + jitter); null: at fire_at
+    overlap = UnicodeAttribute(null=True)  # the overlap policy it was created under (null: ALLOW)
+    admitted_at = NumberAttribute(null=True)  # when the overlap policy let it start
     expires_at = NumberAttribute(null=True)
     open_fires = OpenFiresIndex()
 
@@ -279,6 +304,10 @@ class TaskRunModel(Model):
     expires_at = NumberAttribute(null=True)
     first_attempt = AttemptRecord(null=True)  # attempt seq 1 when it fits (data/attempts.py)
     uncounted = BooleanAttribute(null=True)  # a direct run its worker has yet to count (data/usage.py)
+    # Flow control held it back (delivered late by design, never a missed fire), with the rate slot
+    # it was granted (ms) while it waits for it
+    flow_held = BooleanAttribute(null=True)
+    flow_slot = NumberAttribute(null=True)
     wake = WakeIndex()
     dead_letters = DeadLetterIndex()
 

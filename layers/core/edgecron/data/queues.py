@@ -119,6 +119,15 @@ def send_schedule_dispatch(schedule_id: str, app_id: str, until_ms: int) -> None
     _send_fanout({"schedule_id": schedule_id, "app_id": app_id, "dispatch_until": until_ms})
 
 
-def _send_fanout(body: dict[str, object]) -> None:
+def send_fire_gate(schedule_id: str, fire_at_ms: int, app_id: str, delay_sec: float) -> None:
+    """The message that lets a Fire under an overlap policy start at its due time (or wait, or be
+    skipped): the fan-out function decides when it arrives."""
+    _send_fanout(
+        {"schedule_id": schedule_id, "fire_at": fire_at_ms, "app_id": app_id, "gate": True}, delay_sec
+    )
+
+
+def _send_fanout(body: dict[str, object], delay_sec: float = 0) -> None:
     message = json.dumps(body, separators=(",", ":"))
-    client("sqs").send_message(QueueUrl=get_settings().fanout_queue_url, MessageBody=message)
+    extra = {"DelaySeconds": _delay(delay_sec)} if delay_sec else {}
+    client("sqs").send_message(QueueUrl=get_settings().fanout_queue_url, MessageBody=message, **extra)

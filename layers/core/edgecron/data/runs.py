@@ -286,6 +286,36 @@ def schedule_retry(
     return _update(run, actions, _owned(run))
 
 
+def release_for_flow(
+    run: TaskRunModel, due_ms: int, wake_at_ms: int | None, now_ms: int, *, slot_ms: int | None
+) -> bool:
+    """Flow control holds the claimed run back until `due_ms`: the claim is given up as if it had
+    never been taken (no attempt: the counts it added are taken back), keeping the rate slot it was
+    granted (`slot_ms`; None: it takes one when it comes back). `wake_at_ms` gives it a `wake` entry
+    (a wait past the queue's delay range); None leaves the entry it has, or its absence (a run sent
+    at its creation is looked after by the check of recent runs), so a short wait moves no index key."""
+    waiting = st.PENDING if run.claimed_from == st.PENDING else st.RETRY_SCHEDULED
+    actions = [
+        M.status.set(waiting),
+        M.deliver_at.set(due_ms),
+        M.attempt_count.add(-1),
+        M.total_attempts.add(-1),
+        M.claim_token.remove(),
+        M.claim_expires_at.remove(),
+        M.claimed_from.remove(),
+        M.updated_at.set(now_ms),
+        M.expires_at.set(run_expires_at_s(now_ms, due_ms)),
+        M.flow_held.set(True),
+        M.flow_slot.set(slot_ms) if slot_ms is not None else M.flow_slot.remove(),
+    ]
+    if wake_at_ms is not None:
+        actions += [M.wake_shard.set(_shard(run.run_id)), M.wake_at.set(wake_at_ms)]
+    if waiting == st.RETRY_SCHEDULED:
+        actions.append(M.next_retry_at.set(due_ms))
+    actions += _counted(run)
+    return update_if(run, actions, _owned(run))
+
+
 def _ending_uncounted(run: TaskRunModel, actions: list[Any], condition: Any) -> bool:
     """End a run outside a worker (a cancel, a poison message). While it still carries its mark, the
     write clears it on that condition and the trigger is added after (a crash in between loses the

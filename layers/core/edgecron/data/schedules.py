@@ -140,6 +140,58 @@ def record_outcome(
     return failures, paused
 
 
+def take_slot(schedule: ScheduleModel, fire_at_ms: int, seen_running: int | None) -> bool:
+    """The fire at `fire_at_ms` starts under the overlap policy: it holds the slot from now on (in
+    place of `seen_running`, the holder read, which settled), and is no longer the buffered one.
+    Fails when another writer moved the slot since it was read."""
+    seen = (
+        M.overlap_running_at.does_not_exist()
+        if seen_running is None
+        else M.overlap_running_at == seen_running
+    )
+    actions: list[Any] = [M.overlap_running_at.set(fire_at_ms), M.version.add(1)]
+    if schedule.overlap_buffered_at is not None and int(schedule.overlap_buffered_at) == fire_at_ms:
+        actions.append(M.overlap_buffered_at.remove())
+    return update_if(
+        schedule, actions, M.schedule_id.exists() & (seen | (M.overlap_running_at == fire_at_ms))
+    )
+
+
+def buffer_slot(schedule: ScheduleModel, fire_at_ms: int, seen_buffered: int | None) -> bool:
+    """The fire at `fire_at_ms` is the one waiting behind the running Fire (in place of
+    `seen_buffered`, one read that no longer waits); fails when another took the place first."""
+    seen = (
+        M.overlap_buffered_at.does_not_exist()
+        if seen_buffered is None
+        else M.overlap_buffered_at == seen_buffered
+    )
+    return update_if(
+        schedule,
+        [M.overlap_buffered_at.set(fire_at_ms), M.version.add(1)],
+        M.schedule_id.exists() & (seen | (M.overlap_buffered_at == fire_at_ms)),
+    )
+
+
+def release_slot(
+    schedule: ScheduleModel, fire_at_ms: int, start_ms: int | None, seen_buffered: int | None
+) -> bool:
+    """The Fire holding the slot settled: hand it to the buffered fire `start_ms` (None: free it,
+    and drop a buffered entry that no longer waits). Fails when the slot moved since it was read."""
+    buffered = (
+        M.overlap_buffered_at.does_not_exist()
+        if seen_buffered is None
+        else M.overlap_buffered_at == seen_buffered
+    )
+    running: list[Any] = (
+        [M.overlap_running_at.remove()] if start_ms is None else [M.overlap_running_at.set(start_ms)]
+    )
+    return update_if(
+        schedule,
+        [*running, M.overlap_buffered_at.remove(), M.version.add(1)],
+        (M.overlap_running_at == fire_at_ms) & buffered,
+    )
+
+
 def finish_one_time(app_id: str, schedule_id: str, now_ms: int) -> None:
     update_if(
         M(app_id=app_id, schedule_id=schedule_id),

@@ -11,6 +11,7 @@ from edgecron.domain.endpoint_health import (
     EndpointHealth,
     state,
 )
+from edgecron.domain.flow_control import FlowLimits
 from edgecron.domain.vocabulary import DisabledReason, HealthState, HttpMethod
 
 
@@ -45,6 +46,16 @@ class Endpoint:
     disable_after_sec: int = DEFAULT_DISABLE_AFTER_SEC
     disabled_reason: DisabledReason | None = None  # set when EdgeCron, not a user, turned it off
     health: EndpointHealth = field(default_factory=EndpointHealth)
+    # Flow control (None: unlimited), enforced across every worker (domain/flow_control.py)
+    max_per_sec: float | None = None
+    max_in_flight: int | None = None
+
+    @property
+    def flow_limits(self) -> FlowLimits | None:
+        """The Endpoint's flow control, or None when it has none (its deliveries cost nothing extra)."""
+        if self.max_per_sec is None and self.max_in_flight is None:
+            return None
+        return FlowLimits(self.max_per_sec, self.max_in_flight)
 
     @property
     def disable_policy(self) -> DisablePolicy:

@@ -23,10 +23,15 @@ class Fire:
     finished_at: int | None = None
     error: str | None = None
     manual: bool = False  # triggered by hand: its fire time is the trigger's, not a cron time
+    due_at: int | None = None  # when its runs are due (fire_at plus the jitter offset); None: fire_at
+
+    @property
+    def due_ms(self) -> int:
+        return self.fire_at if self.due_at is None else self.due_at
 
     def shown_status(self, now_ms: int) -> FireStatus:
         """The status a reader sees: a SCHEDULED Fire already dispatched and due is RUNNING."""
-        if self.status == FireStatus.SCHEDULED and self.started_at is not None and now_ms >= self.fire_at:
+        if self.status == FireStatus.SCHEDULED and self.started_at is not None and now_ms >= self.due_ms:
             return FireStatus.RUNNING
         return self.status
 

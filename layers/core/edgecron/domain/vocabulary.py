@@ -58,6 +58,8 @@ class FireStatus(StrEnum):
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
     MISSED = "MISSED"
+    SKIPPED = "SKIPPED"
+    BUFFERED = "BUFFERED"
 
 
 class ScheduleStatus(StrEnum):
@@ -73,6 +75,14 @@ class MissedPolicy(StrEnum):
 
     RUN_ONCE = "RUN_ONCE"
     SKIP = "SKIP"
+
+
+class OverlapPolicy(StrEnum):
+    """What a Schedule does with a fire time while its previous Fire still has open runs."""
+
+    ALLOW = "ALLOW"
+    SKIP = "SKIP"
+    BUFFER_ONE = "BUFFER_ONE"
 
 
 class FanoutStatus(StrEnum):

@@ -22,6 +22,7 @@ from edgecron.domain.endpoint_health import (
     MAX_DISABLE_AFTER_FAILURES,
     MAX_DISABLE_AFTER_SEC,
 )
+from edgecron.domain.flow_control import MAX_IN_FLIGHT, MAX_PER_SEC, MIN_PER_SEC
 from edgecron.domain.http_headers import header_problem
 from edgecron.domain.vocabulary import DisabledReason, HealthState, HttpMethod
 from edgecron.schemas.common import Description, FromText, Id, Page, Rfc3339, Strict
@@ -90,6 +91,24 @@ DisableAfterSec = Annotated[
     ),
 ]
 
+MaxPerSec = Annotated[
+    float,
+    Field(
+        ge=MIN_PER_SEC,
+        le=MAX_PER_SEC,
+        allow_inf_nan=False,
+        description="at most this many deliveries a second, across every worker (null = unlimited)",
+    ),
+]
+MaxInFlight = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=MAX_IN_FLIGHT,
+        description="at most this many deliveries waiting for the receiver's answer at once (null = unlimited)",
+    ),
+]
+
 
 class EndpointCreate(Strict):
     url: Url
@@ -106,6 +125,8 @@ class EndpointCreate(Strict):
     active: StrictBool = True
     disable_after_failures: DisableAfterFailures = DEFAULT_DISABLE_AFTER_FAILURES
     disable_after_sec: DisableAfterSec = DEFAULT_DISABLE_AFTER_SEC
+    max_per_sec: MaxPerSec | None = None
+    max_in_flight: MaxInFlight | None = None
 
     @field_validator("filter_events")
     @classmethod
@@ -126,6 +147,8 @@ class EndpointUpdate(Strict):
     )
     disable_after_failures: DisableAfterFailures | None = None
     disable_after_sec: DisableAfterSec | None = None
+    max_per_sec: MaxPerSec | None = Field(default=None, description="null removes the rate limit")
+    max_in_flight: MaxInFlight | None = Field(default=None, description="null removes the limit")
 
 
 class EndpointHealthOut(BaseModel):
@@ -148,6 +171,8 @@ class EndpointOut(BaseModel):
     disabled_reason: DisabledReason | None = Field(description="why EdgeCron disabled it (null: it did not)")
     disable_after_failures: int
     disable_after_sec: int
+    max_per_sec: float | None = Field(description="deliveries a second at most (null: unlimited)")
+    max_in_flight: int | None = Field(description="deliveries in flight at most (null: unlimited)")
     health: EndpointHealthOut
     created_at: str
     updated_at: str

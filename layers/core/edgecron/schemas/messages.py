@@ -37,7 +37,8 @@ class DeliveryBody(_Body):
 
 class FanoutBody(_Body):
     """A fan-out message: one page of an Event's Endpoints (`event_id`), one page of a broadcast
-    Fire's (`schedule_id` and `fire_at`), or a new schedule's fires up to `dispatch_until`.
+    Fire's (`schedule_id` and `fire_at`), a new schedule's fires up to `dispatch_until`, or the
+    due time of a Fire under an overlap policy (`gate`, with `schedule_id` and `fire_at`).
 
     `page` is None only in a message of an earlier version (before pages were numbered) that has a
     cursor; without a cursor, a message that gives no page is page 0."""
@@ -47,6 +48,7 @@ class FanoutBody(_Body):
     schedule_id: Id | None = None
     fire_at: Count | None = None
     dispatch_until: Count | None = None
+    gate: bool = False  # the due time of a Fire under an overlap policy (schedule_id, fire_at)
     cursor: Cursor | None = None
     page: Count | None = None
 

@@ -7,13 +7,17 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
 from edgecron.domain.cron import check_steps, check_zone_name
-from edgecron.domain.vocabulary import FireStatus, MissedPolicy, RunStatus, ScheduleStatus
+from edgecron.domain.jitter import JITTER_MAX_SEC
+from edgecron.domain.vocabulary import FireStatus, MissedPolicy, OverlapPolicy, RunStatus, ScheduleStatus
 from edgecron.schemas.common import FromText, Id, Name, Page, Rfc3339, Strict
 
 CronExpr = Annotated[
     str, StringConstraints(min_length=1, max_length=256, strip_whitespace=True), AfterValidator(check_steps)
 ]
 Zone = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(check_zone_name)]
+JitterSec = Annotated[int, Field(ge=0, le=JITTER_MAX_SEC)]
+JITTER_DOC = "each fire is delivered at a deterministic offset in [0, jitter_sec) seconds after its time"
+OVERLAP_DOC = "what a fire does while the previous Fire still has open runs: ALLOW, SKIP or BUFFER_ONE"
 
 
 class ScheduleCreate(Strict):
@@ -32,6 +36,10 @@ class ScheduleCreate(Strict):
     status: Annotated[ScheduleStatus, FromText] = ScheduleStatus.ACTIVE
     start_at: Rfc3339 | None = Field(default=None, description="no fire before this time (RFC 3339)")
     end_at: Rfc3339 | None = Field(default=None, description="no fire after this time (RFC 3339)")
+    jitter_sec: JitterSec = Field(default=0, description=JITTER_DOC)
+    overlap_policy: Annotated[OverlapPolicy, FromText] = Field(
+        default=OverlapPolicy.ALLOW, description=OVERLAP_DOC
+    )
 
 
 class ScheduleUpdate(Strict):
@@ -46,6 +54,8 @@ class ScheduleUpdate(Strict):
     status: Annotated[ScheduleStatus, FromText] | None = None
     start_at: Rfc3339 | None = None
     end_at: Rfc3339 | None = None
+    jitter_sec: JitterSec | None = None
+    overlap_policy: Annotated[OverlapPolicy, FromText] | None = None
 
 
 PAUSE_REASON_MAX = 500
@@ -74,6 +84,8 @@ class ScheduleOut(BaseModel):
     last_fire_time: str | None
     start_at: str | None
     end_at: str | None
+    jitter_sec: int = Field(description=JITTER_DOC)
+    overlap_policy: OverlapPolicy = Field(description=OVERLAP_DOC)
     finished: bool
     missed_left_out: int
     created_at: str
@@ -101,6 +113,7 @@ class FireRunOut(BaseModel):
 class FireOut(BaseModel):
     fire_time: str
     manual: bool = Field(description="triggered by hand (POST .../trigger), not at a cron time")
+    due_at: str = Field(description="when its runs are due: fire_time plus the jitter offset")
     status: FireStatus
     started_at: str | None
     finished_at: str | None

@@ -24,10 +24,12 @@ from edgecron import clock
 from edgecron.config import get_settings
 from edgecron.data import attempts as attempt_data
 from edgecron.data import endpoints as endpoint_data
+from edgecron.data import flow_control as flow_data
 from edgecron.data import runs as run_data
 from edgecron.data.expiry import expires_at_s
 from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import MAX_DELAY_SEC, DeliveryMessage, send_deliveries
+from edgecron.domain import flow_control as flow
 from edgecron.domain import run_states as st
 from edgecron.domain.attempts import Attempt
 from edgecron.domain.endpoints import Endpoint
@@ -65,7 +67,7 @@ DISABLED_FOR_FAILING = AttemptResult(
 @dataclass(frozen=True)
 class DeliveryReport:
     run_id: str
-    outcome: str  # success | retry | failed | dead_letter | skipped | requeued | cancelled
+    outcome: str  # success | retry | failed | dead_letter | skipped | requeued | cancelled | held
 
 
 _T = TypeVar("_T")
@@ -166,9 +168,89 @@ def deliver(
         return _conclude(
             ctx, now, None, AttemptResult(None, "endpoint inactive", ErrorKind.ENDPOINT_INACTIVE)
         )
-    _wait_until_due(run, now_ms)
-    outcome = _attempt(ctx, endpoint, clock.to_ms(clock.now()), ends_by)
-    return _conclude(ctx, clock.now(), outcome, outcome.result)
+    leased = False
+    if endpoint.flow_limits is not None:
+        held, leased = _flow_control(ctx, endpoint, endpoint.flow_limits, now_ms)
+        if held is not None:
+            return held
+    try:
+        _wait_until_due(run, now_ms)
+        outcome = _attempt(ctx, endpoint, clock.to_ms(clock.now()), ends_by)
+        return _conclude(ctx, clock.now(), outcome, outcome.result)
+    finally:
+        if leased:
+            flow_data.release_lease(run.app_id, run.endpoint_id, run.run_id)
+
+
+def _flow_control(
+    ctx: DeliveryContext, endpoint: Endpoint, limits: flow.FlowLimits, now_ms: int
+) -> tuple[DeliveryReport | None, bool]:
+    """Apply the Endpoint's limits to the claimed run: (a report, if the run is held back for
+    later, not sent; whether it holds an in-flight lease to give back after its result).
+
+    The rate slot comes first (a run keeps the slot it was granted when it comes back for it), then
+    the lease: a run that finds every lease taken takes a new slot when it comes back."""
+    run = ctx.run
+    interval = limits.interval_us
+    if interval is not None:
+        kept = run.flow_slot is not None and int(run.flow_slot) == int(run.deliver_at)
+        if kept:
+            slot_ms = int(run.flow_slot)
+        else:
+            slot_us = flow_data.take_slot(run.app_id, run.endpoint_id, now_ms * flow.US_PER_MS, interval)
+            slot_ms = flow.slot_ms_of(slot_us)
+        wait = flow.slot_wait(slot_ms, now_ms)
+        if wait == flow.Wait.IN_WORKER and not _wait_for(slot_ms):
+            wait = flow.Wait.REQUEUE
+        if wait == flow.Wait.REQUEUE:
+            return _hold(run, slot_ms, now_ms, slot_ms=slot_ms), False
+    if limits.max_in_flight is not None:
+        leased = flow_data.acquire_lease(
+            run.app_id,
+            run.endpoint_id,
+            run.run_id,
+            int(run.claim_expires_at),  # a worker that dies leaks nothing past its claim
+            limits.max_in_flight,
+            clock.to_ms(clock.now()),
+        )
+        if not leased:
+            return _hold(run, now_ms + flow.LEASE_WAIT_MS, now_ms, slot_ms=None), False
+        return None, True
+    return None, False
+
+
+def _wait_for(slot_ms: int) -> bool:
+    """Wait, by the clock, for a slot under IN_PROCESS_WAIT_MS away (SQS delays are whole seconds);
+    False if the clock did not get there within twice that much real time."""
+    give_up = time.monotonic() + 2 * flow.IN_PROCESS_WAIT_MS / 1000
+    while (left_ms := slot_ms - clock.to_ms(clock.now())) > 0:
+        if time.monotonic() >= give_up:
+            return False
+        time.sleep(min(left_ms, 20) / 1000)
+    return True
+
+
+def _hold(run: TaskRunModel, due_ms: int, now_ms: int, *, slot_ms: int | None) -> DeliveryReport:
+    """Flow control holds the run back until `due_ms`: its claim is released (not an attempt, not a
+    failure) and its message re-sent with the delay, or, beyond the SQS delay range, left to a
+    `wake` entry at its due time. A run sent at its creation has no entry and gets none for a short
+    wait (the scan's check of recent runs looks after it), so waiting moves no index key."""
+    delay_sec = max(0.0, (due_ms - now_ms) / 1000)
+    direct = delay_sec <= MAX_DELAY_SEC
+    wake_ms: int | None = due_ms + get_settings().redispatch_after_sec * 1000 if direct else due_ms
+    if direct and run.wake_shard is None:
+        wake_ms = None  # sent at its creation: the check of recent runs looks after it
+    if not run_data.release_for_flow(run, due_ms, wake_ms, now_ms, slot_ms=slot_ms):
+        logger.warning("run changed while flow control held it", extra={"run_id": run.run_id})
+        return DeliveryReport(run.run_id, "skipped")
+    fires.run_held_until(run, due_ms)
+    if direct:
+        send_deliveries([DeliveryMessage(run.run_id, run.app_id, delay_sec)], retry=True)
+    logger.info(
+        "delivery held by flow control",
+        extra={"run_id": run.run_id, "endpoint_id": run.endpoint_id, "due_ms": due_ms},
+    )
+    return DeliveryReport(run.run_id, "held")
 
 
 def _requeue_for_time(run_id: str, app_id: str) -> DeliveryReport:

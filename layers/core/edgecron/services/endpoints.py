@@ -8,6 +8,7 @@ from typing import Any
 
 from edgecron import ids
 from edgecron.data import endpoints as data
+from edgecron.data import flow_control as flow_data
 from edgecron.data import retry_policies as policy_data
 from edgecron.data import secret_box
 from edgecron.data.conditional import SAVE_ATTEMPTS
@@ -57,6 +58,8 @@ def create(
         active=req.active,
         disable_after_failures=req.disable_after_failures,
         disable_after_sec=req.disable_after_sec,
+        max_per_sec=req.max_per_sec,
+        max_in_flight=req.max_in_flight,
         secrets=(SealedSecret(secret=secret_box.seal(secret), created_at=now_ms),),
         created_at=now_ms,
         updated_at=now_ms,
@@ -101,7 +104,7 @@ def update(app_id: str, endpoint_id: str, req: EndpointUpdate, now_ms: int) -> E
     update) makes the save fail, and the changes are applied again to what it wrote."""
     endpoint = get(app_id, endpoint_id, consistent=True)
     changes = req.model_dump(exclude_unset=True)
-    nullable = {"description", "retry_policy_id"}
+    nullable = {"description", "retry_policy_id", "max_per_sec", "max_in_flight"}
     for field, value in changes.items():
         if value is None and field not in nullable:
             raise ParamInvalid(f"{field} cannot be null", field)
@@ -129,6 +132,7 @@ def update(app_id: str, endpoint_id: str, req: EndpointUpdate, now_ms: int) -> E
 def delete(app_id: str, endpoint_id: str) -> None:
     endpoint = get(app_id, endpoint_id)
     data.delete(endpoint)
+    flow_data.delete(app_id, endpoint_id)  # its shared flow-control state, if it ever had limits
     _endpoints_changed(app_id, endpoint.filter_events)
 
 

@@ -67,6 +67,7 @@ class FanoutMessage:
     schedule_id: str | None = None
     fire_at: int | None = None
     dispatch_until: int | None = None  # a schedule's fires to dispatch up to this time (no page)
+    gate: bool = False  # a Fire under an overlap policy is due: start it, buffer it or skip it
 
     def body(self) -> dict[str, Any]:
         owner: dict[str, Any] = (
@@ -98,6 +99,10 @@ def message_of(body: FanoutBody) -> FanoutMessage:
         )
     if body.event_id is not None:
         return FanoutMessage(body.app_id, body.cursor, body.page, event_id=body.event_id)
+    if body.gate:
+        return FanoutMessage(
+            body.app_id, None, None, schedule_id=body.schedule_id, fire_at=body.fire_at, gate=True
+        )
     return FanoutMessage(
         body.app_id, body.cursor, body.page, schedule_id=body.schedule_id, fire_at=body.fire_at
     )
@@ -120,6 +125,9 @@ def fan_out(message: FanoutMessage, page_size: int | None = None) -> FanoutRepor
         return _event_page(message, message.event_id, page_size or PAGE_SIZE)
     if message.dispatch_until is not None:
         return _schedule_window(message.app_id, str(message.schedule_id), message.dispatch_until)
+    if message.gate:
+        outcome = fire_pipeline.admit_due(str(message.schedule_id), int(message.fire_at or 0), message.app_id)
+        return FanoutReport(outcome)
     return _fire_page(message, page_size or FIRE_PAGE_SIZE)
 
 
@@ -236,6 +244,8 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
     fire = fire_data.get(schedule_id, fire_at)
     if fire is None or fire.app_id != message.app_id or fire.status not in fire_data.OPEN:
         return FanoutReport("skipped")  # settled (cancelled by a pause, failed) or unknown
+    if fire_data.waits_for_admission(fire):
+        return FanoutReport("skipped")  # its overlap policy has not let it start
     schedule = schedule_data.get(fire.app_id, schedule_id, consistent=True)
     if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
         stop_fire(fire, [], now_ms)
@@ -249,7 +259,7 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
     if page is None:
         endpoints, more = event_data.endpoints_page(fire.app_id, message.cursor, page_size)
         targets = [ep.endpoint_id for ep in endpoints if receives_runs(ep.active, ep.disabled_reason)]
-        created = _create_fire_runs(schedule, fire_at, targets, now_ms)
+        created = _create_fire_runs(schedule, fire, targets, now_ms)
         page = _new_page(owner, n, fire.app_id, message.cursor, endpoints, targets, more, now_ms)
         outcome = fire_data.record_page(fire, page, now_ms)
         if outcome == "stopped":
@@ -260,11 +270,11 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
     elif page.continued:
         return FanoutReport("skipped", len(page.endpoint_ids))
     ids = list(page.endpoint_ids or [])
-    send_now, _ = enqueue_plan(fire_at, now_ms)
+    due = fire_data.due_ms(fire)
+    send_now, _ = enqueue_plan(due, now_ms)
     if send_now and ids:
         messages = [
-            DeliveryMessage(fire_data.run_id(schedule_id, fire_at, ep), fire.app_id, due_ms=fire_at)
-            for ep in ids
+            DeliveryMessage(fire_data.run_id(schedule_id, fire_at, ep), fire.app_id, due_ms=due) for ep in ids
         ]
         failed = send_deliveries(messages)
         if failed:
@@ -277,9 +287,12 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
     return FanoutReport("done", len(ids), created)
 
 
-def _create_fire_runs(schedule: ScheduleModel, fire_at: int, endpoint_ids: list[str], now_ms: int) -> int:
-    _, wake_at = enqueue_plan(fire_at, now_ms)
-    return sum(fire_dispatch.put_fire_run(schedule, fire_at, ep, wake_at, now_ms) for ep in endpoint_ids)
+def _create_fire_runs(schedule: ScheduleModel, fire: FireModel, endpoint_ids: list[str], now_ms: int) -> int:
+    fire_at, due = int(fire.fire_at), fire_data.due_ms(fire)
+    _, wake_at = enqueue_plan(due, now_ms)
+    return sum(
+        fire_dispatch.put_fire_run(schedule, fire_at, ep, wake_at, now_ms, due_ms=due) for ep in endpoint_ids
+    )
 
 
 def _after_last_page(schedule_id: str, fire_at: int, last_ids: list[str], now_ms: int) -> None:

@@ -26,10 +26,16 @@ from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, ScheduleModel
-from edgecron.data.queues import DeliveryMessage, send_deliveries, send_fire_fanout
-from edgecron.domain import cron
+from edgecron.data.queues import (
+    MAX_DELAY_SEC,
+    DeliveryMessage,
+    send_deliveries,
+    send_fire_fanout,
+    send_fire_gate,
+)
+from edgecron.domain import cron, jitter
 from edgecron.domain import run_states as st
-from edgecron.domain.vocabulary import ScheduleStatus
+from edgecron.domain.vocabulary import OverlapPolicy, ScheduleStatus
 from edgecron.observability import FIRES, count, logger
 from edgecron.services import fires, quota, usage
 from edgecron.services.task_runs import enqueue_plan
@@ -61,6 +67,15 @@ def within_window(schedule: ScheduleModel, fire_at_ms: int | None) -> int | None
     if fire_at_ms is None or (schedule.end_at is not None and fire_at_ms > int(schedule.end_at)):
         return None
     return fire_at_ms
+
+
+def overlap_of(schedule: ScheduleModel) -> str | None:
+    """The overlap policy a cron fire is created under; None for ALLOW (and one-time schedules,
+    whose only fire has nothing to overlap with): such a Fire starts at dispatch, as always."""
+    policy = schedule.overlap_policy
+    if schedule.cron is None or policy is None or policy == OverlapPolicy.ALLOW:
+        return None
+    return str(policy)
 
 
 def is_broadcast(schedule: ScheduleModel) -> bool:
@@ -98,6 +113,8 @@ def dispatch_fire(
     if over_quota:
         endpoint_ids, run_ids = [], []
         status, error = fire_data.FAILED, QUOTA_EXCEEDED
+    jitter_sec = int(schedule.jitter_sec or 0)
+    due_at_ms = jitter.due_at_ms(schedule.schedule_id, fire_at_ms, jitter_sec, now_ms) if jitter_sec else None
     fire, created = fire_data.create(
         schedule.schedule_id,
         fire_at_ms,
@@ -108,6 +125,9 @@ def dispatch_fire(
         status=status,
         error=error,
         paged=paged and not over_quota,
+        due_at_ms=due_at_ms,
+        overlap=overlap_of(schedule),
+        waits_long=due_at_ms is not None and fires.waits_past_recent(fire_at_ms, due_at_ms),
     )
     if created and over_quota:  # not run, not billed, not retried; counts toward auto-pause
         fires.after_settle(fire, fire_data.FAILED, now_ms, error)
@@ -183,6 +203,12 @@ def _existing(
 def _go_on(schedule: ScheduleModel, fire: FireModel, created: bool, now_ms: int) -> DispatchResult:
     if fire.status not in fire_data.OPEN:
         return DispatchResult(fire, created, 0)  # settled by an earlier attempt
+    if fire_data.waits_for_admission(fire):  # its overlap policy decides at its due time
+        send_gate(fire, now_ms, near_only=not created)
+        return DispatchResult(fire, created, 0)
+    if fire.overlap is not None:
+        start_admitted(schedule, fire, now_ms)
+        return DispatchResult(fire, created, 0)
     if fire.paged:
         if fire.started_at is not None:
             return DispatchResult(fire, created, 0)  # fanned out by an earlier attempt
@@ -192,6 +218,31 @@ def _go_on(schedule: ScheduleModel, fire: FireModel, created: bool, now_ms: int)
         _fan_out(fire)
         return DispatchResult(fire, created, 0)
     return _dispatch_listed(schedule, fire, created, now_ms)
+
+
+def send_gate(fire: FireModel, now_ms: int, *, near_only: bool = False) -> None:
+    """Send the message that admits a gated Fire at its due time (the fan-out function decides).
+    `near_only`: only if that time is within the look-ahead (the scan's re-drive of one whose
+    message was lost sends it again on the tick that sees it due)."""
+    wait_ms = fire_data.due_ms(fire) - now_ms
+    if near_only and wait_ms > lookahead_ms():
+        return
+    delay = min(MAX_DELAY_SEC, max(0, wait_ms // 1000))
+    send_fire_gate(fire.schedule_id, int(fire.fire_at), fire.app_id, delay)
+
+
+def start_admitted(
+    schedule: ScheduleModel, fire: FireModel, now_ms: int, *, admitted_now: bool = False
+) -> None:
+    """Deliver a Fire its overlap policy let start: its runs, due at its due time (or at its
+    admission, for one that waited), or its fan-out. Idempotent, like any re-drive: runs have
+    deterministic ids, a fan-out page is recorded once."""
+    if fire.paged:
+        last_progress = max(int(fire.admitted_at or 0), int(fire.progress_at or 0))
+        if fire.started_at is None and (admitted_now or now_ms - last_progress >= INTERRUPTED_AFTER_MS):
+            _fan_out(fire)
+        return
+    _dispatch_listed(schedule, fire, False, now_ms)
 
 
 def _fan_out(fire: FireModel) -> None:
@@ -207,11 +258,12 @@ def _dispatch_listed(schedule: ScheduleModel, fire: FireModel, created: bool, no
     still fires at this time. Sent again when a dispatch that died is re-driven: a run already
     delivered or under way ignores the second message."""
     fire_at_ms = int(fire.fire_at)
-    send_now, wake_at = enqueue_plan(fire_at_ms, now_ms)
+    due_ms = fire_data.due_ms(fire)
+    send_now, wake_at = enqueue_plan(due_ms, now_ms)
     messages = []
     for endpoint_id, run_id in zip(fire.endpoint_ids, fire.run_ids, strict=True):
-        put_fire_run(schedule, fire_at_ms, endpoint_id, wake_at, now_ms)
-        messages.append(DeliveryMessage(run_id, schedule.app_id, due_ms=fire_at_ms))
+        put_fire_run(schedule, fire_at_ms, endpoint_id, wake_at, now_ms, due_ms=due_ms)
+        messages.append(DeliveryMessage(run_id, schedule.app_id, due_ms=due_ms))
     current = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True)
     if (
         current is None
@@ -224,6 +276,8 @@ def _dispatch_listed(schedule: ScheduleModel, fire: FireModel, created: bool, no
         failed = send_deliveries(messages)
         if failed:
             logger.warning("fire runs not enqueued; redispatched by the scan", extra={"count": len(failed)})
+    if fire.started_at is None:  # a gated Fire: dispatched now that its overlap policy admitted it
+        fire_data.mark_dispatched(fire, now_ms)
     return DispatchResult(fire, created, len(messages) if send_now else 0)
 
 
@@ -238,10 +292,17 @@ def _edited_away(current: ScheduleModel, fire_at_ms: int, now_ms: int) -> bool:
 
 
 def put_fire_run(
-    schedule: ScheduleModel, fire_at_ms: int, endpoint_id: str, wake_at_ms: int, now_ms: int
+    schedule: ScheduleModel,
+    fire_at_ms: int,
+    endpoint_id: str,
+    wake_at_ms: int,
+    now_ms: int,
+    *,
+    due_ms: int | None = None,
 ) -> bool:
     """The Task Run of one fire at one Endpoint (listed or fanned out), unless it exists; True if
-    this call created it."""
+    this call created it. It is due at `due_ms` (the Fire's jittered or admitted time), else at
+    the fire time; it keeps the fire time, which names its Fire."""
     run = run_data.new_run(
         run_id=run_id_for(schedule.schedule_id, fire_at_ms, endpoint_id),
         app_id=schedule.app_id,
@@ -249,7 +310,7 @@ def put_fire_run(
         source="schedule",
         source_id=schedule.schedule_id,
         payload=schedule.payload,
-        deliver_at_ms=fire_at_ms,
+        deliver_at_ms=fire_at_ms if due_ms is None else due_ms,
         wake_at_ms=wake_at_ms,
         now_ms=now_ms,
         fire_at=fire_at_ms,

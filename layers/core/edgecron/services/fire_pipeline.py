@@ -8,6 +8,8 @@ compensation and the schedule use cases move a schedule's Fires.
 - catch up: a schedule that lagged past its fire times follows its missed-fire policy.
 - reconcile: Fires a crash left half dispatched are dispatched again; dispatched Fires whose messages
   were lost follow the missed-fire policy.
+- admit: at its due time, a Fire under an overlap policy starts, waits (BUFFERED) or is SKIPPED;
+  the Fire that held the schedule's slot starts the buffered one when it settles.
 
 Every late-fire and catch-up decision is a pure planner in `edgecron.domain.catchup`; the steps that
 apply them live in fire_dispatch (dispatch), fires (settle, cancel) and schedules_scan (catch up,
@@ -20,13 +22,14 @@ from datetime import datetime
 
 from edgecron.data.models import FireModel, ScheduleModel, TaskRunModel
 from edgecron.data.queues import Backlog
-from edgecron.services import fire_dispatch, fires, schedules_scan
+from edgecron.services import fire_dispatch, fire_overlap, fires, schedules_scan
 from edgecron.services.scan_work import Work
 from edgecron.services.schedules_scan import LateReport, ScheduleScanReport
 
 __all__ = [
     "LateReport",
     "ScheduleScanReport",
+    "admit_due",
     "after_settle",
     "cancel_open",
     "catch_up",
@@ -46,6 +49,11 @@ def dispatch(schedule: ScheduleModel, now: datetime, horizon_ms: int, *, limit: 
     if limit is None:
         return fire_dispatch.dispatch_due(schedule, now, horizon_ms)
     return fire_dispatch.dispatch_due(schedule, now, horizon_ms, limit=limit)
+
+
+def admit_due(schedule_id: str, fire_at_ms: int, app_id: str) -> str:
+    """A gated Fire's due time came: start it, buffer it or skip it (its overlap policy decides)."""
+    return fire_overlap.admit_due(schedule_id, fire_at_ms, app_id)
 
 
 def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | None = None) -> Work:

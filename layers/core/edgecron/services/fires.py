@@ -92,6 +92,25 @@ def run_waits_for_retry(run: TaskRunModel) -> None:
         fire_data.track_open(fire)
 
 
+def waits_past_recent(fire_at_ms: int, due_ms: int) -> bool:
+    """Whether a run of the Fire at `fire_at_ms` left waiting until `due_ms` may outlast the Fires a
+    pause reads as recent (those within RECENT_WINDOW_MS of the schedule's latest fire): such a Fire
+    must be in the open-fires index for a pause to find it."""
+    return due_ms - fire_at_ms >= RECENT_WINDOW_MS
+
+
+def run_held_until(run: TaskRunModel, due_ms: int) -> None:
+    """Flow control left a schedule run waiting until `due_ms`: if that is long after its fire time,
+    its Fire enters the open-fires index (as for a retry), so a pause finds it however long the wait."""
+    if run.source != "schedule" or run.source_id is None or run.fire_at is None:
+        return
+    if not waits_past_recent(int(run.fire_at), due_ms):
+        return
+    fire = fire_data.get(run.source_id, int(run.fire_at))
+    if fire is not None and fire.open_shard is None:
+        fire_data.track_open(fire)
+
+
 def settle_if_done(
     fire: FireModel, now_ms: int, known: dict[str, str] | None = None, errors: dict[str, str] | None = None
 ) -> str | None:
@@ -149,6 +168,11 @@ def after_settle(fire: FireModel, final: str, now_ms: int, error: str | None) ->
             _auto_paused(fire, failures, error, now_ms)
     if schedule.cron is None and schedule.next_fire_at is None:
         schedule_data.finish_one_time(fire.app_id, fire.schedule_id, now_ms)
+    if fire.overlap is not None:  # it held its schedule's overlap slot: the buffered one starts
+        # imported here: starting a Fire needs the dispatch, which itself settles Fires through here
+        from edgecron.services import fire_overlap
+
+        fire_overlap.release(fire, now_ms)
 
 
 def auto_pause_reason(failures: int, error: str | None) -> str:
@@ -231,6 +255,11 @@ def cancel_fire(fire: FireModel, now_ms: int, reason: str) -> int:
             elif run.status in st.CANCELLABLE and run_data.cancel(run, now_ms, reason):
                 cancelled += 1
     counted_runs_ended(fire, cancelled + ended)
+    # a gated Fire never let start has no runs to settle from (a broadcast one has none at all)
+    if fire_data.waits_for_admission(fire) and fire_data.settle_unadmitted(
+        fire, fire_data.CANCELLED, now_ms, reason
+    ):
+        return cancelled
     settle_if_done(fire, now_ms)
     return cancelled
 

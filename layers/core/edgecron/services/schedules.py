@@ -14,7 +14,7 @@ from edgecron.data import schedules as data
 from edgecron.data.models import FireModel, ScheduleModel
 from edgecron.data.queues import send_schedule_dispatch
 from edgecron.domain import cron
-from edgecron.domain.vocabulary import ScheduleStatus
+from edgecron.domain.vocabulary import OverlapPolicy, ScheduleStatus
 from edgecron.errors import Conflict, NotFound, ParamInvalid
 from edgecron.schemas.schedules import ScheduleCreate, ScheduleUpdate
 from edgecron.services import fire_dispatch, fire_pipeline
@@ -103,6 +103,8 @@ def create(app_id: str, req: ScheduleCreate, now: datetime, schedule_id: str | N
         retry_policy_id=req.retry_policy_id,
         start_at=clock.to_ms(req.start_at) if req.start_at else None,
         end_at=clock.to_ms(req.end_at) if req.end_at else None,
+        jitter_sec=req.jitter_sec or None,
+        overlap_policy=None if req.overlap_policy == OverlapPolicy.ALLOW else req.overlap_policy,
         consecutive_failures=0,
         version=1,
         created_at=now_ms,
@@ -136,7 +138,7 @@ def preview(schedule: ScheduleModel, n: int) -> list[int]:
 
 def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) -> ScheduleModel:
     changes: dict[str, Any] = req.model_dump(exclude_unset=True)
-    for field in ("timezone", "endpoint_ids", "missed_policy"):
+    for field in ("timezone", "endpoint_ids", "missed_policy", "jitter_sec", "overlap_policy"):
         if field in changes and changes[field] is None:
             raise ParamInvalid(f"{field} cannot be null", field)
     if "payload" in changes:
@@ -158,6 +160,11 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
         for field in ("name", "timezone", "endpoint_ids", "payload", "missed_policy", "retry_policy_id"):
             if field in changes:
                 setattr(schedule, field, changes[field])
+        if "jitter_sec" in changes:  # Fires already dispatched keep the offset they were given
+            schedule.jitter_sec = changes["jitter_sec"] or None
+        if "overlap_policy" in changes:
+            policy = changes["overlap_policy"]
+            schedule.overlap_policy = None if policy == OverlapPolicy.ALLOW else policy
         for field in ("start_at", "end_at"):
             if field in changes:
                 value = changes[field]

@@ -252,21 +252,23 @@ def redispatch(fire: FireModel, now_ms: int, report: ScheduleScanReport) -> None
         fires.cancel_fire(fire, now_ms, "schedule deleted or paused")
         return
     fire_dispatch.dispatch_fire(schedule, int(fire.fire_at), now_ms, fresh=True)
-    if not fire.paged and fire.started_at is None:
+    if not fire.paged and fire.started_at is None and fire.overlap is None:
         fire_data.mark_dispatched(fire, now_ms)
     fires.settle_if_done(fire, now_ms)
     report.fires_redispatched += 1
 
 
 def is_late_first_delivery(run: TaskRunModel, now_ms: int) -> bool:
-    """A schedule run never attempted whose fire time has passed, found by the reconcile because its
-    message was lost (an outage, a purged queue): it follows the missed-fire policy, not a late run."""
+    """A schedule run never attempted whose due time has passed, found by the reconcile because its
+    message was lost (an outage, a purged queue): it follows the missed-fire policy, not a late run.
+    Its due time is its fire time, or later with jitter (or for a Fire that waited for its turn)."""
     return (
         run.source == "schedule"
         and run.status == st.PENDING
         and int(run.total_attempts) == 0
+        and not run.flow_held  # flow control holds it back: late by design, never lost
         and run.fire_at is not None
-        and int(run.fire_at) < now_ms - int(GRACE.total_seconds() * 1000)
+        and max(int(run.fire_at), int(run.deliver_at or 0)) < now_ms - int(GRACE.total_seconds() * 1000)
     )
 
 

@@ -44,6 +44,26 @@ export const post = (path, body) => api("POST", path, { body: body === undefined
 export const patch = (path, body) => api("PATCH", path, { body });
 
 /**
+ * A view that draws only what is new. `show(load, draw)` draws the answer of the newest `load` and
+ * only when it differs from what is on the page: a poll that finds nothing new leaves the page alone
+ * (keyboard focus, a checkbox being clicked), and an older answer that arrives late never replaces a
+ * newer one (a filter applied while the first load is on its way).
+ */
+export function freshView() {
+  let shown = null;
+  let latest = 0;
+  return async (load, draw) => {
+    const mine = ++latest;
+    const data = await load();
+    if (mine !== latest) return;
+    const key = JSON.stringify(data);
+    if (key === shown) return;
+    shown = key;
+    draw(data);
+  };
+}
+
+/**
  * Run `task` now and again every `base` ms while the page lives; after a failure the wait doubles up
  * to `max`, and a success brings it back to `base`. Hidden tabs wait too. Returns a stop function.
  */

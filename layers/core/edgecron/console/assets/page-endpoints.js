@@ -1,4 +1,5 @@
-// Endpoints: health (recent runs as a sparkline), create with the one-time secret, edit, rotate, enable/disable.
+// Endpoints: health (recent runs as a sparkline), flow-control limits, create with the one-time secret,
+// edit, rotate, enable/disable, recover what failed since a time.
 
 import { get, patch, post, poll } from "/console/api.js";
 import { confirmDialog, field, fill, h, sparkline, table, toast } from "/console/dom.js";
@@ -23,12 +24,31 @@ async function health(endpointId) {
   return { outcomes: finished.map((r) => r.status === "success"), rate: finished.length ? Math.round((100 * ok) / finished.length) : null };
 }
 
+// An empty limit is "unlimited" (null); anything else goes as typed, so the API judges it (400 names the field).
+function limit(input) {
+  const text = input.value.trim();
+  return text === "" ? null : Number(text);
+}
+
+// The Endpoint's flow control as one short cell: "5/s, 2 in flight", or "unlimited".
+function limitsText(ep) {
+  const parts = [];
+  if (ep.max_per_sec !== null && ep.max_per_sec !== undefined) parts.push(`${ep.max_per_sec}/s`);
+  if (ep.max_in_flight !== null && ep.max_in_flight !== undefined) parts.push(`${ep.max_in_flight} in flight`);
+  return parts.length ? parts.join(", ") : "unlimited";
+}
+
 function editForm(endpoint, done) {
   const url = h("input", { type: "url", value: endpoint.url, required: true, size: 40 });
   const description = h("input", { type: "text", value: endpoint.description || "" });
   const events = h("input", { type: "text", value: endpoint.filter_events.join(", ") });
+  const perSec = h("input", { type: "text", inputmode: "decimal", size: 8, class: "max-per-sec",
+    value: endpoint.max_per_sec ?? "", placeholder: "unlimited" });
+  const inFlight = h("input", { type: "text", inputmode: "numeric", size: 6, class: "max-in-flight",
+    value: endpoint.max_in_flight ?? "", placeholder: "unlimited" });
   const form = h("form", { class: "inline panel", "aria-label": `Edit ${endpoint.id}` },
     field("URL", url), field("Description", description), field("Events (comma separated)", events),
+    field("Max deliveries per second", perSec), field("Max in flight", inFlight),
     h("button", { type: "submit", class: "primary" }, "Save"),
     h("button", { type: "button", onclick: () => done(false) }, "Cancel"));
   form.addEventListener("submit", async (e) => {
@@ -36,10 +56,37 @@ function editForm(endpoint, done) {
     try {
       await patch(`/v1/endpoints/${encodeURIComponent(endpoint.id)}`, {
         url: url.value.trim(), description: description.value.trim() || null, filter_events: list(events.value),
+        max_per_sec: limit(perSec), max_in_flight: limit(inFlight),
       });
       toast(`Saved ${endpoint.id}`);
       done(true);
-    } catch (err) { toast(err.message, true); }
+    } catch (err) { toast(err.field ? `${err.field}: ${err.message}` : err.message, true); }
+  });
+  return form;
+}
+
+// Re-send what failed since a time (RFC 3339), after a confirmation, calling again while more match.
+function recoverForm(endpoint, done) {
+  const since = h("input", { type: "text", size: 26, id: "recover-since", required: true,
+    value: new Date(Date.now() - 3600 * 1000).toISOString() });
+  const result = h("p", { id: "recover-result", "aria-live": "polite" });
+  const form = h("form", { class: "inline panel", "aria-label": `Recover ${endpoint.id}` },
+    field("Failed since (RFC 3339)", since),
+    h("button", { type: "submit", class: "primary", id: "recover-submit" }, "Recover"),
+    h("button", { type: "button", onclick: () => done(false) }, "Close"), result);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const text = `Re-send every run of ${endpoint.id} that failed or was dead-lettered since ${since.value.trim()}? Each gets a new attempt series.`;
+    if (!(await confirmDialog(text, "Recover"))) return;
+    try {
+      let recovered = 0;
+      for (let more = true; more;) {
+        const answer = await post(`/v1/endpoints/${encodeURIComponent(endpoint.id)}/recover`, { since: since.value.trim() });
+        recovered += answer.recovered;
+        more = answer.has_more && answer.recovered > 0;
+      }
+      fill(result, `Recovered ${recovered} ${recovered === 1 ? "run" : "runs"} of ${endpoint.id}.`);
+    } catch (err) { toast(err.field ? `${err.field}: ${err.message}` : err.message, true); }
   });
   return form;
 }
@@ -84,9 +131,10 @@ export async function render(main, ctx) {
       } catch { /* health is best effort */ }
       rows.push([
         h("td", { class: "mono" }, ep.id), h("td", { class: "mono" }, ep.url), ep.description || "",
-        ep.filter_events.join(", ") || "-", healthCell(ep), rate, spark,
+        ep.filter_events.join(", ") || "-", healthCell(ep), limitsText(ep), rate, spark,
         h("td", {},
           h("button", { type: "button", onclick: () => fill(editing, editForm(ep, (changed) => { fill(editing); if (changed) refresh(); })) }, "Edit"), " ",
+          h("button", { type: "button", onclick: () => fill(editing, recoverForm(ep, () => fill(editing))) }, "Recover"), " ",
           h("button", { type: "button", onclick: async () => {
             if (!(await confirmDialog(`Rotate the signing secret of ${ep.id}? The current secret keeps signing for 24 hours.`, "Rotate"))) return;
             try {
@@ -101,7 +149,7 @@ export async function render(main, ctx) {
       ]);
     }
     if (!ctx.alive()) return;
-    fill(listing, table("Endpoints of this App", ["id", "url", "description", "events", "health", "success", "recent runs", "actions"], rows, "No endpoints yet."));
+    fill(listing, table("Endpoints of this App", ["id", "url", "description", "events", "health", "limits", "success", "recent runs", "actions"], rows, "No endpoints yet."));
   };
 
   create.addEventListener("submit", async (e) => {

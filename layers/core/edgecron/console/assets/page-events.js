@@ -1,14 +1,14 @@
 // Events: publish with a JSON editor and see the fan-out (one run per matched endpoint).
 
-import { get, post, poll } from "/console/api.js";
+import { freshView, get, post, poll } from "/console/api.js";
 import { field, fill, h, status, table, toast, when } from "/console/dom.js";
 import { runLink } from "/console/page-runs.js";
 
 async function detail(main, ctx) {
   const box = h("div", { "aria-live": "polite" });
   fill(main, h("h1", {}, "Event ", h("span", { class: "mono" }, ctx.id)), h("p", {}, h("a", { href: "#/events" }, "All events")), box);
-  const refresh = async () => {
-    const event = await get(`/v1/events/${encodeURIComponent(ctx.id)}`, { limit: 100 });
+  const show = freshView();
+  const refresh = () => show(() => get(`/v1/events/${encodeURIComponent(ctx.id)}`, { limit: 100 }), (event) => {
     if (!ctx.alive()) return;
     fill(box,
       h("p", {}, "Name ", h("strong", {}, event.name), " · fan-out ", status(event.fanout_status),
@@ -20,7 +20,7 @@ async function detail(main, ctx) {
         event.deliveries.map((d) => [runLink(d.task_run_id), h("td", { class: "mono" }, d.endpoint_id), status(d.status || "expired"),
           String(d.attempt_count), d.last_status_code === null ? "-" : String(d.last_status_code), d.last_error || ""]),
         "No endpoint matched this event (yet)."));
-  };
+  });
   poll(refresh, { base: 3000, alive: ctx.alive });
 }
 
@@ -48,12 +48,12 @@ export async function render(main, ctx) {
       ctx.navigate(`#/events/${encodeURIComponent(event.id)}`);
     } catch (err) { toast(err.field ? `${err.field}: ${err.message}` : err.message, true); }
   });
-  const refresh = async () => {
-    const page = await get("/v1/events", { limit: 50 });
+  const show = freshView();
+  const refresh = () => show(() => get("/v1/events", { limit: 50 }), (page) => {
     if (!ctx.alive()) return;
     fill(box, table("Events, newest first", ["id", "name", "fan-out", "matched", "published"],
       page.data.map((ev) => [h("a", { href: `#/events/${encodeURIComponent(ev.id)}`, class: "mono" }, ev.id), ev.name,
         status(ev.fanout_status), String(ev.matched_endpoints), when(ev.created_at)]), "No events yet."));
-  };
+  });
   poll(refresh, { base: 10000, alive: ctx.alive });
 }

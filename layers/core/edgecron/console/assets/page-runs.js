@@ -1,6 +1,6 @@
 // Runs (filters, one run's attempts) and Dead letters (filter, select, replay one or in bulk).
 
-import { get, post, poll } from "/console/api.js";
+import { freshView, get, post, poll } from "/console/api.js";
 import { confirmDialog, field, fill, h, status, table, toast, when } from "/console/dom.js";
 
 const RUN_STATUSES = ["", "pending", "running", "success", "failed", "retry_scheduled", "dead_letter", "cancelled"];
@@ -20,9 +20,9 @@ export function runLink(id) {
 async function runDetail(main, ctx) {
   const box = h("div", { "aria-live": "polite" });
   fill(main, h("h1", {}, "Run ", h("span", { class: "mono" }, ctx.id)), h("p", {}, h("a", { href: "#/runs" }, "All runs")), box);
-  const refresh = async () => {
-    const id = encodeURIComponent(ctx.id);
-    const [run, attempts] = await Promise.all([get(`/v1/task-runs/${id}`), get(`/v1/task-runs/${id}/attempts`, { limit: 100 })]);
+  const show = freshView();
+  const id = encodeURIComponent(ctx.id);
+  const refresh = () => show(() => Promise.all([get(`/v1/task-runs/${id}`), get(`/v1/task-runs/${id}/attempts`, { limit: 100 })]), ([run, attempts]) => {
     if (!ctx.alive()) return;
     fill(box,
       h("dl", { class: "cards" },
@@ -34,7 +34,7 @@ async function runDetail(main, ctx) {
         attempts.data.map((a) => [String(a.attempt_number), String(a.series), a.status_code === null ? "-" : String(a.status_code),
           `${a.latency_ms} ms`, status(a.outcome), h("td", { class: "mono" }, a.response_summary || ""),
           a.error ? `${a.error_kind || ""} ${a.error}` : "", when(a.started_at)]), "No attempts yet."));
-  };
+  });
   poll(refresh, { base: 3000, alive: ctx.alive });
 }
 
@@ -48,14 +48,14 @@ export async function runs(main, ctx) {
     h("button", { type: "submit" }, "Filter"));
   const box = h("div", { "aria-live": "polite" });
   fill(main, h("h1", {}, "Runs"), form, box);
-  const refresh = async () => {
-    const page = await get("/v1/task-runs", { limit: 50, status: statusSel.value, source: sourceSel.value, endpoint_id: endpoint.value.trim() });
+  const show = freshView();
+  const refresh = () => show(() => get("/v1/task-runs", { limit: 50, status: statusSel.value, source: sourceSel.value, endpoint_id: endpoint.value.trim() }), (page) => {
     if (!ctx.alive()) return;
     fill(box, table("Task runs, newest first", ["id", "status", "endpoint", "source", "attempts", "last code", "last error", "created"],
       page.data.map((r) => [runLink(r.id), status(r.status), h("td", { class: "mono" }, r.endpoint_id), r.source,
         String(r.attempt_count), r.last_status_code === null ? "-" : String(r.last_status_code), r.last_error || "", when(r.created_at)]),
       "No runs match."));
-  };
+  });
   form.addEventListener("submit", (e) => { e.preventDefault(); refresh().catch((err) => toast(err.message, true)); });
   poll(refresh, { base: 5000, alive: ctx.alive });
 }
@@ -78,23 +78,32 @@ export async function deadLetters(main, ctx) {
     replaySelected.disabled = selected.size === 0;
     replaySelected.textContent = selected.size ? `Replay selected (${selected.size})` : "Replay selected";
   };
-  const refresh = async () => {
-    const page = await get("/v1/dead-letters", { limit: 100, ...filters() });
+  const show = freshView();
+  const refresh = () => show(() => get("/v1/dead-letters", { limit: 100, ...filters() }), (page) => {
     if (!ctx.alive()) return;
     shown = page.data;
     for (const id of [...selected]) if (!shown.some((r) => r.id === id)) selected.delete(id);
     updateButton();
+    // selecting changes the checkboxes in place: a redraw would take the focus from a checkbox being clicked
     const all = h("input", { type: "checkbox", id: "dl-select-all", "aria-label": "Select every dead letter shown",
       checked: shown.length > 0 && selected.size === shown.length,
-      onchange: (e) => { for (const r of shown) (e.target.checked ? selected.add(r.id) : selected.delete(r.id)); refresh(); } });
+      onchange: (e) => {
+        for (const r of shown) (e.target.checked ? selected.add(r.id) : selected.delete(r.id));
+        for (const el of box.querySelectorAll(".dl-select")) el.checked = e.target.checked;
+        updateButton();
+      } });
     fill(box, shown.length ? table("Dead letters, newest first", [all, "run", "endpoint", "attempts", "last code", "error", "since"],
       shown.map((r) => [
         h("input", { type: "checkbox", class: "dl-select", "aria-label": `Select ${r.id}`, checked: selected.has(r.id),
-          onchange: (e) => { (e.target.checked ? selected.add(r.id) : selected.delete(r.id)); updateButton(); } }),
+          onchange: (e) => {
+            (e.target.checked ? selected.add(r.id) : selected.delete(r.id));
+            all.checked = selected.size === shown.length;
+            updateButton();
+          } }),
         runLink(r.id), h("td", { class: "mono" }, r.endpoint_id), String(r.attempt_count),
         r.last_status_code === null ? "-" : String(r.last_status_code), `${r.last_error_kind || ""} ${r.last_error || ""}`, when(r.finished_at || r.updated_at)]))
       : h("p", { class: "muted", id: "dl-empty" }, "No dead letters match."));
-  };
+  });
 
   replaySelected.addEventListener("click", async () => {
     const ids = [...selected];

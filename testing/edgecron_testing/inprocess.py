@@ -135,10 +135,12 @@ def retire_schedules() -> None:
 
 
 def app_runs(app_id: str) -> list[Any]:
-    """Every Task Run of the App, newest first: one consistent query of the table (keyed by App)."""
+    """Every Task Run of the App, newest first: consistent queries of each of its partitions."""
+    from edgecron.data.keys import app_run_partitions
     from edgecron.data.models import TaskRunModel as R
 
-    return list(R.query(app_id, scan_index_forward=False, consistent_read=True))
+    runs = [run for part in app_run_partitions(app_id) for run in R.query(part, consistent_read=True)]
+    return sorted(runs, key=lambda run: run.run_id, reverse=True)
 
 
 def app_of_run(run_id: str) -> str:

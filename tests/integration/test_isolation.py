@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from edgecron.data import runs as run_data
+from edgecron.data.keys import run_partition
 from edgecron.data.models import TaskRunModel
 from edgecron_testing.harness import call_api
 from tests.integration.conftest import Pump, new_app
@@ -84,7 +85,7 @@ def test_admin_routes_need_the_admin_key() -> None:
 def test_list_filters_and_bulk_replay_never_cross_apps(pump: Pump) -> None:
     _, key_a, ids = _a_world()
     _, key_b = new_app("tenant-b")
-    run = TaskRunModel.get(ids["app_id"], ids["run_id"])
+    run = TaskRunModel.get(run_partition(ids["app_id"], ids["run_id"]), ids["run_id"])
     run_data.poison(run, run.deliver_at, "made a dead letter for the test")  # at its due time
     for path, query in [
         ("/v1/task-runs", {"endpoint_id": ids["endpoint_id"]}),

@@ -1,5 +1,5 @@
-"""GET /v1/task-runs over the Task Runs table's partition of the App (keyed by time-ordered run id):
-filters applied to the items read, pages newest first, every run exactly once, cursors that resume
+"""GET /v1/task-runs over the Task Runs table's partitions of the App (keyed by time-ordered run id,
+merged): filters applied to the items read, pages newest first, every run exactly once, cursors that resume
 where the last page stopped."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ import random
 import pytest
 
 from edgecron import clock
+from edgecron.api.pagination import encode_cursor
 from edgecron.data import runs as run_data
+from edgecron.data.keys import RUN_PARTITIONS, app_run_partitions, run_partition
 from edgecron.data.models import TaskRunModel
 from edgecron.domain import run_states as st
 from edgecron_testing.harness import call_api
@@ -66,12 +68,18 @@ def listed_pages(key: str, query: dict[str, str]) -> list[list[dict[str, object]
         assert len(pages) < 200
 
 
-def test_an_apps_runs_are_its_partition_of_the_table() -> None:
+def test_an_apps_runs_are_spread_over_its_partitions_of_the_table() -> None:
     app_id, _ = new_app("partition")
     now_ms = clock.to_ms(clock.now())
-    seed_runs(app_id, 1, now_ms)
-    (run,) = TaskRunModel.query(app_id)
-    assert run.run_id and run.status and run.payload == {"i": 0} and run.created_key is None
+    seed_runs(app_id, 40, now_ms)
+    by_partition = {part: list(TaskRunModel.query(part)) for part in app_run_partitions(app_id)}
+    runs = [run for found in by_partition.values() for run in found]
+    assert len(runs) == 40 and len({run.run_id for run in runs}) == 40
+    assert sum(1 for found in by_partition.values() if found) >= RUN_PARTITIONS - 2  # hashed, not one hot key
+    for part, found in by_partition.items():
+        for run in found:
+            assert run.app_id == app_id and run_partition(app_id, run.run_id) == part
+            assert run.status and run.created_key is None
 
 
 def test_filtered_lists_page_newest_first_with_every_run_once() -> None:
@@ -136,3 +144,24 @@ def test_a_run_listed_reflects_its_latest_state() -> None:
     listed = call_api("GET", "/v1/task-runs", key=key, query={"status": "dead_letter"}).body["data"]
     assert [r["id"] for r in listed] == [run.run_id]
     assert call_api("GET", "/v1/task-runs", key=key, query={"status": st.PENDING}).body["data"] == []
+
+
+def test_a_cursor_that_names_no_run_or_another_app_is_a_400_and_a_position_lists_only_the_callers_runs() -> (
+    None
+):
+    app_a, key_a = new_app("cursor-a")
+    app_b, _ = new_app("cursor-b")
+    now_ms = clock.to_ms(clock.now())
+    a_runs = seed_runs(app_a, 3, now_ms - 1_000)
+    (b_run,) = seed_runs(app_b, 1, now_ms - 500)
+    for tampered in (
+        {"app_id": {"S": app_a}},  # no position
+        {"app_id": {"S": app_a}, "run_id": {"N": "1"}},  # a position that is no run id
+        {"app_id": {"S": app_b}, "run_id": {"S": b_run.run_id}},  # another App's
+    ):
+        resp = call_api("GET", "/v1/task-runs", key=key_a, query={"cursor": encode_cursor(tampered)})
+        assert resp.status == 400 and resp.body["error"]["field"] == "cursor", (tampered, resp.body)
+    # a position taken from another App's run id only says where to resume in the caller's runs
+    after_b = encode_cursor({"app_id": {"S": app_a}, "run_id": {"S": "run_" + "z" * 26}})
+    listed = call_api("GET", "/v1/task-runs", key=key_a, query={"cursor": after_b}).body["data"]
+    assert [r["id"] for r in listed] == [run.run_id for run in a_runs]

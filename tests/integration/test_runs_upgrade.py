@@ -17,6 +17,7 @@ from edgecron import clock, ids
 from edgecron.config import get_settings
 from edgecron.data import legacy_runs
 from edgecron.data import runs as run_data
+from edgecron.data.keys import run_partition
 from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
@@ -72,7 +73,7 @@ def app_of(key: str) -> str:
 
 def in_new_table(app_id: str, run_id: str) -> TaskRunModel | None:
     try:
-        return TaskRunModel.get(app_id, run_id, consistent_read=True)
+        return TaskRunModel.get(run_partition(app_id, run_id), run_id, consistent_read=True)
     except TaskRunModel.DoesNotExist:
         return None
 

@@ -13,6 +13,7 @@ import pytest
 
 from edgecron import clock
 from edgecron.data import runs as run_data
+from edgecron.data.keys import run_partition
 from edgecron.data.models import ScheduleModel, TaskRunModel
 from edgecron.services import fire_dispatch
 from edgecron_testing.harness import FakeContext, call_api, load_function
@@ -119,7 +120,9 @@ def test_one_bad_run_or_schedule_never_aborts_a_tick(lambda_time: list[tuple[int
     app_id, key = new_app("isolation")
     ep = call_api("POST", "/v1/endpoints", key=key, body={"url": "http://127.0.0.1:9/x"}).body["id"]
     bad_run, good_run = delayed_run(key, ep, 100), delayed_run(key, ep, 100)
-    TaskRunModel(app_id, bad_run).update(actions=[TaskRunModel.deliver_at.remove()])  # unreadable
+    TaskRunModel(run_partition(app_id, bad_run), bad_run).update(
+        actions=[TaskRunModel.deliver_at.remove()]
+    )  # unreadable
     [bad_schedule] = every_second_schedules(app_id, key, ep, 1, T0 + timedelta(seconds=41))
     ScheduleModel(app_id=app_id, schedule_id=bad_schedule).update(actions=[ScheduleModel.cron.set("x")])
     fixed.set(T0 + timedelta(seconds=40))

@@ -14,6 +14,7 @@ from pynamodb.exceptions import DoesNotExist
 
 from edgecron.data import legacy_runs
 from edgecron.data.conditional import save_if
+from edgecron.data.keys import run_partition
 from edgecron.data.models import AttemptModel, AttemptRecord, TaskRunModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain.attempts import Attempt
@@ -90,7 +91,9 @@ def _run(
     if not app_id or not run_id:  # no key names it (DynamoDB refuses an empty key)
         return None
     try:
-        return TaskRunModel.get(app_id, run_id, consistent_read=consistent, attributes_to_get=attributes)
+        return TaskRunModel.get(
+            run_partition(app_id, run_id), run_id, consistent_read=consistent, attributes_to_get=attributes
+        )
     except DoesNotExist:
         return legacy_runs.get(app_id, run_id, consistent=consistent)
 

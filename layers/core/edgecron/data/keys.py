@@ -10,6 +10,8 @@ from typing import Any
 from pynamodb.attributes import Attribute
 from pynamodb.models import Model
 
+from edgecron import ids
+
 TIME_KEY_DIGITS = 13  # milliseconds since the epoch, zero-padded: string order is time order
 AFTER_ANY_SUFFIX = "~"  # sorts after every character a key's suffix uses (ids, '#', digits)
 
@@ -50,3 +52,20 @@ def at_version(model: type[Model], version: int | None) -> Any:
     table: Any = model  # only versioned models are passed
     stored = table.version
     return stored.does_not_exist() if version is None else stored == version
+
+
+# An App's Task Runs are spread over this many partitions of the runs table, by a stable hash of
+# the run id: one partition takes ~1,000 writes/s, and a delivery writes its run ~3 times, so a
+# single partition would cap an App at ~300 deliveries/s. Fixed for the life of a deployed table
+# (a run's partition is computed from it on every read).
+RUN_PARTITIONS = 8
+
+
+def run_partition(app_id: str, run_id: str) -> str:
+    """The runs-table partition key of the App's run `run_id` (``<app_id>#<k>``)."""
+    return f"{app_id}#{ids.shard_of(run_id, RUN_PARTITIONS)}"
+
+
+def app_run_partitions(app_id: str) -> list[str]:
+    """Every runs-table partition key of the App: listing its runs merges their queries."""
+    return [f"{app_id}#{k}" for k in range(RUN_PARTITIONS)]

@@ -1,5 +1,5 @@
 """The Task Runs table of earlier releases (key `run_id` alone), read while a stack is upgraded to
-the table keyed by App (`app_id`, `run_id`). The upgrade (docs/upgrade.md): new runs go to the new
+the table keyed by App partition and run id (`app_part`, `run_id`). The upgrade (docs/upgrade.md): new runs go to the new
 table; a run not found there is read from the old one; an old run is copied over, conditionally,
 before its first write; a resumable copy moves the rest. Only this module knows the old table."""
 
@@ -11,6 +11,7 @@ from typing import Any
 from edgecron import ids
 from edgecron.config import get_settings
 from edgecron.data.aws import client
+from edgecron.data.keys import run_partition
 from edgecron.data.models import RUNS_CHECKED_MONTH, RUNS_COPIED_APP, RunsCheckedModel, TaskRunModel
 from edgecron.domain import run_states as st
 
@@ -38,7 +39,12 @@ def get(app_id: str, run_id: str, *, consistent: bool) -> TaskRunModel | None:
     item = _item(run_id, consistent)
     if item is None or item.get("app_id", {}).get("S") != app_id:
         return None
-    return TaskRunModel.from_raw_data(item)
+    return TaskRunModel.from_raw_data(_partitioned(item))
+
+
+def _partitioned(item: dict[str, Any]) -> dict[str, Any]:
+    """An old item with the new table's partition key: the App's partition its run id hashes to."""
+    return {**item, "app_part": {"S": run_partition(item["app_id"]["S"], item["run_id"]["S"])}}
 
 
 def _looked_after(item: dict[str, Any], now_ms: int) -> dict[str, Any]:
@@ -53,7 +59,7 @@ def _looked_after(item: dict[str, Any], now_ms: int) -> dict[str, Any]:
 
 def _put_new(item: dict[str, Any], now_ms: int) -> bool:
     """Copy one old item unless the new table has the run already (a copy never overwrites)."""
-    item = _looked_after(item, now_ms)
+    item = _looked_after(_partitioned(item), now_ms)
     try:
         client("dynamodb").put_item(
             TableName=get_settings().runs_table,
@@ -148,6 +154,6 @@ def list_keys(
 def not_copied(app_id: str, run_ids: list[str]) -> dict[str, TaskRunModel]:
     """The old table's runs among `run_ids` that the new table does not have yet (a copied run was
     listed with the new table's runs already)."""
-    copied = {run.run_id for run in TaskRunModel.batch_get([(app_id, i) for i in run_ids])}
+    copied = {run.run_id for run in TaskRunModel.batch_get([(run_partition(app_id, i), i) for i in run_ids])}
     found = (get(app_id, run_id, consistent=False) for run_id in run_ids if run_id not in copied)
     return {run.run_id: run for run in found if run is not None}

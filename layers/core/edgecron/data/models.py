@@ -265,15 +265,17 @@ class AttemptRecord(MapAttribute[str, Any]):
 
 
 class TaskRunModel(Model):
-    """Keyed by App, then by run id: run ids are time-ordered (ULID layout, edgecron.ids), so an
-    App's runs are listed, newest first, by querying the table itself."""
+    """Keyed by App partition (``<app_id>#<k>``, data/keys.py::run_partition), then by run id: run
+    ids are time-ordered (ULID layout, edgecron.ids), so an App's runs are listed, newest first, by
+    merging the queries of its partitions (data/runs.py::list_page)."""
 
     class Meta:
         table_name = _table("runs_table")
         region = _REGION
 
-    app_id = UnicodeAttribute(hash_key=True)
+    app_part = UnicodeAttribute(hash_key=True)
     run_id = UnicodeAttribute(range_key=True)
+    app_id = UnicodeAttribute()
     endpoint_id = UnicodeAttribute()
     source = UnicodeAttribute()  # direct | schedule | event
     source_id = UnicodeAttribute(null=True)  # schedule_id or event_id

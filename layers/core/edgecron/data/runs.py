@@ -3,13 +3,16 @@ both win. The `wake` index (docs/data-model.md) tells the scan when to look at a
 whose message is sent when it is created has no entry until the scan's check of recent runs
 (`created_between`, `watch`) finds it still unfinished.
 
-The table is keyed by App and time-ordered run id, so an App's runs are read by querying the table
-(list_page, created_between); the `wake` index projects keys only, so a claim or a result never
+The table is keyed by App partition (one of RUN_PARTITIONS per App, by a hash of the run id) and
+time-ordered run id, so an App's runs are read by merging the queries of its partitions (list_page,
+created_between); the `wake` index projects keys only, so a claim or a result never
 rewrites its entry, and wake_due fetches the items by key. While a stack upgrades, the table of
 earlier releases is read and copied from (data/legacy_runs.py)."""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -21,7 +24,7 @@ from edgecron.config import get_settings
 from edgecron.data import legacy_runs, usage
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import is_alive, run_expires_at_s
-from edgecron.data.keys import alive, time_key, time_window
+from edgecron.data.keys import RUN_PARTITIONS, alive, app_run_partitions, run_partition, time_key, time_window
 from edgecron.data.models import AttemptRecord, TaskRunModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain import run_states as st
@@ -59,8 +62,9 @@ def new_run(
         # its id sorts before the runs the scan's check of recent runs may already have passed
         wake_at_ms = max(deliver_at_ms, now_ms) + get_settings().redispatch_after_sec * 1000
     return M(
-        app_id,
+        run_partition(app_id, run_id),
         run_id,
+        app_id=app_id,
         endpoint_id=endpoint_id,
         source=source,
         source_id=source_id,
@@ -145,7 +149,7 @@ def get(app_id: str, run_id: str, *, consistent: bool = False) -> TaskRunModel |
     if not app_id or not run_id:  # no key names it (DynamoDB refuses an empty key)
         return None
     try:
-        return M.get(app_id, run_id, consistent_read=consistent)
+        return M.get(run_partition(app_id, run_id), run_id, consistent_read=consistent)
     except DoesNotExist:
         return legacy_runs.get(app_id, run_id, consistent=consistent)
 
@@ -170,7 +174,7 @@ def claim(app_id: str, run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskR
     if not app_id or not run_id:
         return None
     claim_ms = get_settings().claim_sec * 1000
-    run = M(app_id, run_id)
+    run = M(run_partition(app_id, run_id), run_id, app_id=app_id)
     waiting_and_due = M.status.is_in(*st.WAITING) & (M.deliver_at <= now_ms + early_ms)
     expired = (M.status == st.RUNNING) & (M.claim_expires_at < now_ms)
     claimed = _update(
@@ -406,15 +410,34 @@ def time_floor(ms: int) -> str:
     return ids.time_floor("run", ms)
 
 
+def per_partition_page(wanted: int) -> int:
+    """The query page size for each of an App's partitions when `wanted` runs are merged from them:
+    run ids hash evenly, so each gives about its share; one that gives more is read on, page by
+    page, as the merge reaches it."""
+    return -(-wanted // RUN_PARTITIONS) + 2
+
+
+def _merged(app_id: str, condition: Any, wanted: int, *, newest_first: bool) -> list[TaskRunModel]:
+    """Up to `wanted` of the App's runs whose run id meets `condition`, in run id order (newest
+    first if told): a merge of the lazily paged queries of its partitions."""
+    size = per_partition_page(wanted)
+    queries = [
+        M.query(part, condition, scan_index_forward=not newest_first, limit=wanted, page_size=size)
+        for part in app_run_partitions(app_id)
+    ]
+    merged = heapq.merge(*queries, key=lambda run: run.run_id, reverse=newest_first)
+    return list(itertools.islice(merged, wanted))
+
+
 def created_between(app_id: str, after_key: str, until_ms: int, limit: int) -> list[TaskRunModel]:
     """Up to `limit` of the App's runs created after `after_key` (a run id, or a time_floor) and at
-    the latest at `until_ms`, oldest first: one query of the table (keyed by App and time-ordered
-    run id), so it reads the runs of the window and nothing older (eventually consistent: a stale
-    item only makes the check's conditional write fail)."""
+    the latest at `until_ms`, oldest first: the window's runs of each of the App's partitions
+    (keyed by time-ordered run id), merged, so it reads nothing older (eventually consistent: a
+    stale item only makes the check's conditional write fail)."""
     upper = time_floor(until_ms + 1)
     if after_key >= upper:
         return []
-    found = M.query(app_id, M.run_id.between(after_key, upper), limit=limit + 1, page_size=limit + 1)
+    found = _merged(app_id, M.run_id.between(after_key, upper), limit + 1, newest_first=False)
     return [run for run in found if run.run_id != after_key][:limit]
 
 
@@ -499,8 +522,8 @@ def wake_due(shard: str, until_ms: int | None) -> Iterator[TaskRunModel]:
     is left out."""
     cond = M.wake_at <= until_ms if until_ms is not None else None
     entries = M.wake.query(shard, range_key_condition=cond)  # the entry projects the table key
-    for keys in _chunks(((entry.app_id, entry.run_id) for entry in entries), BATCH_GET_MAX):
-        found = {(run.app_id, run.run_id): run for run in M.batch_get(keys, consistent_read=True)}
+    for keys in _chunks(((entry.app_part, entry.run_id) for entry in entries), BATCH_GET_MAX):
+        found = {(run.app_part, run.run_id): run for run in M.batch_get(keys, consistent_read=True)}
         for key in keys:
             run = found.get(key)
             if (
@@ -512,9 +535,15 @@ def wake_due(shard: str, until_ms: int | None) -> Iterator[TaskRunModel]:
                 yield run
 
 
-def _table_key(run: TaskRunModel) -> dict[str, Any]:
-    """The table key of a run, in LastEvaluatedKey form (what the cursor carries)."""
+def _list_key(run: TaskRunModel) -> dict[str, Any]:
+    """Where a list page resumes: after this run of the App (the cursor names the App, which the
+    API checks, and the run id; the partitions are the App's whatever the cursor says)."""
     return {"app_id": {"S": run.app_id}, "run_id": {"S": run.run_id}}
+
+
+def is_list_cursor(cursor: dict[str, Any]) -> bool:
+    """A cursor list_page can resume from: after a run, or in the runs of earlier releases."""
+    return legacy_runs.is_list_cursor(cursor) or isinstance(cursor.get("run_id", {}).get("S"), str)
 
 
 def list_page(
@@ -529,8 +558,8 @@ def list_page(
     source_id: str | None = None,
     max_keys: int = MAX_KEYS_PER_PAGE,
 ) -> Page[TaskRunModel]:
-    """Up to `limit` of the App's runs matching the filters, newest first. Queries the App's partition
-    in batches (eventually consistent) and filters here; while a stack upgrades, the runs of the
+    """Up to `limit` of the App's runs matching the filters, newest first. Reads the App's runs in
+    batches (its partitions' queries merged, eventually consistent) and filters here; while a stack upgrades, the runs of the
     table of earlier releases not copied yet follow. The cursor (the key of the last run returned,
     or of the last run read) resumes exactly after it; a page stops after `max_keys` runs read even
     with fewer matching, so a filter that matches little never reads an App's whole history in one
@@ -542,15 +571,13 @@ def list_page(
     def read_keys(start: dict[str, Any] | None, size: int) -> tuple[list[Key], Any]:
         if legacy_runs.is_list_cursor(start):  # the runs of earlier releases, after all the others
             return legacy_runs.list_keys(app_id, start or {}, size)
-        result = M.query(
-            app_id, scan_index_forward=False, last_evaluated_key=start, limit=size, page_size=size
-        )
-        runs = list(result)
+        before = None if start is None else start["run_id"]["S"]
+        runs = _merged(app_id, None if before is None else M.run_id < before, size, newest_first=True)
         read.update((run.run_id, run) for run in runs)
-        after = result.last_evaluated_key
+        after = _list_key(runs[-1]) if len(runs) == size else None
         if after is None and legacy_runs.enabled():
             after = legacy_runs.list_from_top(app_id)
-        return [(run.run_id, _table_key(run)) for run in runs], after
+        return [(run.run_id, _list_key(run)) for run in runs], after
 
     def fetch(keys: list[Key]) -> dict[str, TaskRunModel]:
         if keys and legacy_runs.is_list_cursor(keys[0][1]):
@@ -594,7 +621,7 @@ def get_many(app_id: str, run_ids: list[str], *, consistent: bool = True) -> lis
         return out
     run_ids = [run_id for run_id in run_ids if run_id]
     for start in range(0, len(run_ids), BATCH_GET_MAX):
-        keys = [(app_id, run_id) for run_id in run_ids[start : start + BATCH_GET_MAX]]
+        keys = [(run_partition(app_id, run_id), run_id) for run_id in run_ids[start : start + BATCH_GET_MAX]]
         out.extend(M.batch_get(keys, consistent_read=consistent))
     if legacy_runs.enabled():  # runs of earlier releases not copied yet
         found = {run.run_id for run in out}

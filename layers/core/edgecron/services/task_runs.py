@@ -93,6 +93,8 @@ def list_page(
     endpoint_id: str | None = None,
     source: Source | None = None,
 ) -> Page[TaskRunModel]:
+    if cursor is not None and not data.is_list_cursor(cursor):  # the App checked, not the position
+        raise ParamInvalid("cursor is not valid", "cursor")
     return data.list_page(
         app_id, limit, cursor, now_ms, status=status, endpoint_id=endpoint_id, source=source
     )

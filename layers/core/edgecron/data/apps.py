@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import threading
 from functools import lru_cache
 
 from pynamodb.exceptions import DoesNotExist
@@ -52,11 +53,29 @@ def create_key(app_id: str, now_ms: int) -> str:
 
 
 def app_for_key(key: str) -> str | None:
-    """The App id of a key, or None. The lookup is by hash, so no comparison leaks timing."""
+    """The App id of a key, or None. The lookup is by hash, so no comparison leaks timing.
+    A key found is remembered for the container: a key's App never changes and keys are never
+    deleted, so every request after the first is answered without a read. A key not found is read
+    again each time (it may have been created since)."""
+    digest = hash_key(key)
+    remembered = _KEY_APPS.get((caller(), digest))
+    if remembered is not None:
+        return remembered
     try:
-        return str(ApiKeyModel.get(hash_key(key)).app_id)
+        app_id = str(ApiKeyModel.get(digest).app_id)
     except DoesNotExist:
         return None
+    with _KEY_APPS_LOCK:
+        while _KEY_APPS and len(_KEY_APPS) >= KEY_APPS_REMEMBERED:
+            _KEY_APPS.pop(next(iter(_KEY_APPS)))  # the oldest: a bound, not a policy
+        _KEY_APPS[(caller(), digest)] = app_id
+    return app_id
+
+
+# Key hash → App id, per calling function (data/aws.py `caller`), oldest first.
+KEY_APPS_REMEMBERED = 1024
+_KEY_APPS: dict[tuple[str, str], str] = {}
+_KEY_APPS_LOCK = threading.Lock()
 
 
 def get_app(app_id: str) -> App | None:

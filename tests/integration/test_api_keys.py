@@ -1,42 +1,71 @@
-"""API keys: an App's key is read once per container; a key never seen is read every time."""
+"""What the API remembers of an App: its key's App and its quota, for a short time per container."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import pytest
+
 from edgecron import clock
 from edgecron.data import apps
-from edgecron.data.models import ApiKeyModel
-from edgecron_testing.harness import call_api
+from edgecron.data.models import ApiKeyModel, AppModel
+from edgecron_testing.harness import call_api, new_endpoint
 from tests.integration.conftest import new_app
 
+T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
+REMEMBERED_SEC = apps.REMEMBERED_MS / 1000
 
-def test_a_known_key_is_answered_without_another_read() -> None:
+
+@pytest.fixture
+def fixed() -> clock.FixedClock:
+    c = clock.FixedClock(T0)
+    clock.set_clock(c)
+    return c
+
+
+def test_a_known_key_is_answered_without_another_read_until_it_is_due_again(fixed: clock.FixedClock) -> None:
     _, key = new_app("keys")
     assert call_api("GET", "/v1/endpoints", key=key).status == 200  # the first request reads the key
-    ApiKeyModel(key_hash=apps.hash_key(key)).delete()  # what a second read would now miss
+    ApiKeyModel(key_hash=apps.hash_key(key)).delete()  # revoked by hand: a read now finds nothing
+    fixed.advance(REMEMBERED_SEC - 0.001)
     again = call_api("GET", "/v1/endpoints", key=key)
     assert again.status == 200 and again.body["data"] == []
-    assert apps.app_for_key(key) is None  # another function's lookups remember only their own reads
+    fixed.advance(0.001)
+    assert call_api("GET", "/v1/endpoints", key=key).status == 401
 
 
 def test_an_unknown_key_is_refused_and_read_again_once_it_exists() -> None:
     app_id, _ = new_app("keys-later")
     key = apps.KEY_PREFIX + "not-yet-created-0123456789abcdef0123456789"
     assert call_api("GET", "/v1/endpoints", key=key).status == 401
-    assert apps.app_for_key(key) is None  # a miss is not remembered
     ApiKeyModel(
         key_hash=apps.hash_key(key), app_id=app_id, prefix=key[:7], created_at=clock.to_ms(clock.now())
     ).save()
-    assert apps.app_for_key(key) == app_id
-    assert call_api("GET", "/v1/endpoints", key=key).status == 200
+    assert call_api("GET", "/v1/endpoints", key=key).status == 200  # a miss was not remembered
 
 
-def test_what_the_container_remembers_is_bounded() -> None:
-    keys = [new_app(f"bound-{i}")[1] for i in range(3)]
-    saved = apps.KEY_APPS_REMEMBERED
-    apps.KEY_APPS_REMEMBERED = 2
-    try:
-        for key in keys:
-            assert apps.app_for_key(key) is not None
-        assert len(apps._KEY_APPS) <= 2
-    finally:
-        apps.KEY_APPS_REMEMBERED = saved
+def test_a_quota_set_elsewhere_applies_once_the_remembered_app_is_due_again(fixed: clock.FixedClock) -> None:
+    app_id, key = new_app("quota-elsewhere")
+    run = {"endpoint_id": new_endpoint(key), "delay_sec": 3600}
+    assert call_api("POST", "/v1/task-runs", key=key, body=run).status == 201  # reads the App: no quota
+    AppModel(app_id=app_id).update(actions=[AppModel.monthly_quota.set(1)])  # another container's write
+    assert call_api("POST", "/v1/task-runs", key=key, body=run).status == 201
+    fixed.advance(REMEMBERED_SEC)
+    refused = call_api("POST", "/v1/task-runs", key=key, body=run)
+    assert refused.status == 429 and refused.body["error"]["code"] == "QUOTA_EXCEEDED"
+
+
+def test_a_quota_set_through_this_container_applies_at_once(admin_key: str) -> None:
+    app_id, key = new_app("quota-here")
+    run = {"endpoint_id": new_endpoint(key), "delay_sec": 3600}
+    assert call_api("POST", "/v1/task-runs", key=key, body=run).status == 201
+    put = call_api("PUT", f"/v1/apps/{app_id}/quota", key=admin_key, body={"monthly_quota": 1})
+    assert put.status == 200, put.body
+    assert call_api("POST", "/v1/task-runs", key=key, body=run).status == 429
+
+
+def test_what_a_container_remembers_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(apps, "REMEMBERED_MAX", 2)
+    for i in range(3):
+        assert call_api("GET", "/v1/endpoints", key=new_app(f"bound-{i}")[1]).status == 200
+    assert len(apps._KEY_APPS) <= 2

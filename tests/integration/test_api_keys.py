@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from edgecron import clock
@@ -12,18 +10,18 @@ from edgecron.data.models import ApiKeyModel, AppModel
 from edgecron_testing.harness import call_api, new_endpoint
 from tests.integration.conftest import new_app
 
-T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 REMEMBERED_SEC = apps.REMEMBERED_MS / 1000
 
 
-@pytest.fixture
-def fixed() -> clock.FixedClock:
-    c = clock.FixedClock(T0)
-    clock.set_clock(c)
-    return c
+def frozen_clock() -> clock.FixedClock:
+    """Time stands still until the test moves it (each test starts on the real clock again)."""
+    fixed = clock.FixedClock(clock.now().replace(microsecond=0))  # on a whole millisecond
+    clock.set_clock(fixed)
+    return fixed
 
 
-def test_a_known_key_is_answered_without_another_read_until_it_is_due_again(fixed: clock.FixedClock) -> None:
+def test_a_known_key_is_answered_without_another_read_until_it_is_due_again() -> None:
+    fixed = frozen_clock()
     _, key = new_app("keys")
     assert call_api("GET", "/v1/endpoints", key=key).status == 200  # the first request reads the key
     ApiKeyModel(key_hash=apps.hash_key(key)).delete()  # revoked by hand: a read now finds nothing
@@ -44,7 +42,8 @@ def test_an_unknown_key_is_refused_and_read_again_once_it_exists() -> None:
     assert call_api("GET", "/v1/endpoints", key=key).status == 200  # a miss was not remembered
 
 
-def test_a_quota_set_elsewhere_applies_once_the_remembered_app_is_due_again(fixed: clock.FixedClock) -> None:
+def test_a_quota_set_elsewhere_applies_once_the_remembered_app_is_due_again() -> None:
+    fixed = frozen_clock()
     app_id, key = new_app("quota-elsewhere")
     run = {"endpoint_id": new_endpoint(key), "delay_sec": 3600}
     assert call_api("POST", "/v1/task-runs", key=key, body=run).status == 201  # reads the App: no quota

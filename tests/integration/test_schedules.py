@@ -467,6 +467,14 @@ def test_a_scan_that_read_a_schedule_before_an_edit_dispatches_the_edited_schedu
     assert run.endpoint_id == new_ep and run.payload == {"v": 2}
 
 
+def dispatch_that_dies(app_id: str, schedule_id: str, fixed: clock.FixedClock) -> None:
+    """The schedule's due dispatch, which a step the test replaced makes die with `Crash`."""
+    with pytest.raises(Crash):
+        stored = schedule_data.get(app_id, schedule_id)
+        assert stored is not None
+        fire_dispatch.dispatch_due(stored, fixed.now(), clock.to_ms(fixed.now()) + 70_000)
+
+
 def test_a_fire_whose_dispatch_died_after_its_fire_was_written_is_dispatched_by_the_next_scan(
     fixed: clock.FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -481,10 +489,7 @@ def test_a_fire_whose_dispatch_died_after_its_fire_was_written_is_dispatched_by_
         raise Crash("after the Fire was written")
 
     monkeypatch.setattr(fire_dispatch.run_data, "put_new", die)
-    with pytest.raises(Crash):
-        stored = schedule_data.get(app_id, s["id"])
-        assert stored is not None
-        fire_dispatch.dispatch_due(stored, fixed.now(), clock.to_ms(fixed.now()) + 70_000)
+    dispatch_that_dies(app_id, s["id"], fixed)
     monkeypatch.undo()
     assert len(fires_of(s["id"])) == 1 and runs_of(app_id, s["id"]) == []
     fixed.advance(5)  # the next tick
@@ -514,10 +519,7 @@ def test_a_fire_whose_dispatch_died_is_billed_once_it_is_dispatched(
         raise Crash(dies)
 
     monkeypatch.setattr(fire_dispatch.fire_data, "create", die)
-    with pytest.raises(Crash):
-        stored = schedule_data.get(app_id, s["id"])
-        assert stored is not None
-        fire_dispatch.dispatch_due(stored, fixed.now(), clock.to_ms(fixed.now()) + 70_000)
+    dispatch_that_dies(app_id, s["id"], fixed)
     monkeypatch.undo()
     fixed.advance(5)  # the next tick dispatches it
     invoke("scan", {"detail": {}})

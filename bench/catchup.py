@@ -29,8 +29,8 @@ OUTAGES = (
     ("30 days", timedelta(days=30)),
     ("365 days", timedelta(days=365)),  # beyond the target's range: shows the trend
 )
-BRIEF_OUTAGES = ("1 minute", "1 day", "30 days")  # the ones judged against the target
-APPLY_OUTAGES = BRIEF_OUTAGES
+JUDGED_OUTAGES = ("1 minute", "1 day", "30 days")  # the ones judged against the target
+APPLY_OUTAGES = JUDGED_OUTAGES  # the ones also applied against moto
 
 
 def plan_cpu_ms(
@@ -136,7 +136,7 @@ def run(
                     "plan_cpu_ms": round(cpu_ms, 4),
                     **shape,
                 }
-                if policy == "RUN_ONCE" and outage_label in BRIEF_OUTAGES:
+                if policy == "RUN_ONCE" and outage_label in JUDGED_OUTAGES:
                     figures.append(cpu_ms)
                     if env is not None and outage_label in apply:
                         case["apply"] = apply_once(env, app_id, expression, outage)

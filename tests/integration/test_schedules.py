@@ -470,6 +470,14 @@ def test_a_scan_that_read_a_schedule_before_an_edit_dispatches_the_edited_schedu
     assert run.endpoint_id == new_ep and run.payload == {"v": 2}
 
 
+def dispatch_that_dies(app_id: str, schedule_id: str, fixed: clock.FixedClock) -> None:
+    """The schedule's due dispatch, which a step the test replaced makes die with `Crash`."""
+    with pytest.raises(Crash):
+        stored = schedule_data.get(app_id, schedule_id)
+        assert stored is not None
+        fire_dispatch.dispatch_due(stored, fixed.now(), clock.to_ms(fixed.now()) + 70_000)
+
+
 def test_a_fire_whose_dispatch_died_after_its_fire_was_written_is_dispatched_by_the_next_scan(
     fixed: clock.FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -484,10 +492,7 @@ def test_a_fire_whose_dispatch_died_after_its_fire_was_written_is_dispatched_by_
         raise Crash("after the Fire was written")
 
     monkeypatch.setattr(fire_dispatch.run_data, "put_new", die)
-    with pytest.raises(Crash):
-        stored = schedule_data.get(app_id, s["id"])
-        assert stored is not None
-        fire_dispatch.dispatch_due(stored, fixed.now(), clock.to_ms(fixed.now()) + 70_000)
+    dispatch_that_dies(app_id, s["id"], fixed)
     monkeypatch.undo()
     assert len(fires_of(s["id"])) == 1 and runs_of(app_id, s["id"]) == []
     fixed.advance(5)  # the next tick
@@ -498,6 +503,31 @@ def test_a_fire_whose_dispatch_died_after_its_fire_was_written_is_dispatched_by_
     stored = schedule_data.get(app_id, s["id"])
     assert stored is not None and stored.next_fire_at == clock.to_ms(T0 + timedelta(days=1, hours=1))
     assert [f.status for f in fires_of(s["id"])] == ["SCHEDULED"]
+
+
+@pytest.mark.parametrize("dies", ["before the Fire is written", "right after the Fire is written"])
+def test_a_fire_whose_dispatch_died_is_billed_once_it_is_dispatched(
+    dies: str, fixed: clock.FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fire is counted before its Fire is written and taken back if the Fire was already there, so a
+    dispatch that dies anywhere may bill the fire twice, never zero times."""
+    app_id, key = new_app("redrive-usage")
+    s = schedule(key, cron="0 13 * * *", endpoint_ids=[endpoint(key)])
+    fixed.set(T0 + timedelta(minutes=59, seconds=30))
+    write_fire = fire_data.create
+
+    def die(*args: Any, **kwargs: Any) -> Any:
+        if dies == "right after the Fire is written":
+            write_fire(*args, **kwargs)
+        raise Crash(dies)
+
+    monkeypatch.setattr(fire_dispatch.fire_data, "create", die)
+    dispatch_that_dies(app_id, s["id"], fixed)
+    monkeypatch.undo()
+    fixed.advance(5)  # the next tick dispatches it
+    invoke("scan", {"detail": {}})
+    assert [f.status for f in fires_of(s["id"])] == ["SCHEDULED"]
+    assert call_api("GET", "/v1/usage", key=key).body["schedule"] in (1, 2)  # never lost
 
 
 @pytest.mark.parametrize("worker", ["lives", "dies_before_tracking_the_fire"])

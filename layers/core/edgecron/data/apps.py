@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import threading
 from functools import lru_cache
 
 from pynamodb.exceptions import DoesNotExist
 
-from edgecron import ids
+from edgecron import clock, ids
 from edgecron.data.aws import caller, client
 from edgecron.data.conditional import update_if
 from edgecron.data.models import ApiKeyModel, AppModel
@@ -52,11 +53,61 @@ def create_key(app_id: str, now_ms: int) -> str:
 
 
 def app_for_key(key: str) -> str | None:
-    """The App id of a key, or None. The lookup is by hash, so no comparison leaks timing."""
+    """The App id of a key, or None. The lookup is by hash, so no comparison leaks timing.
+    A key found is remembered by the container for REMEMBERED_MS, so a busy API reads each key about
+    twice a minute instead of once per request; a key deleted by hand from the table is refused within
+    that time. A key not found is read again each time (it may have been created since)."""
+    digest = hash_key(key)
+    now_ms = clock.to_ms(clock.now())
+    remembered = _remembered(_KEY_APPS, (caller(), digest), now_ms)
+    if remembered is not None:
+        return remembered
     try:
-        return str(ApiKeyModel.get(hash_key(key)).app_id)
+        app_id = str(ApiKeyModel.get(digest).app_id)
     except DoesNotExist:
         return None
+    _remember(_KEY_APPS, (caller(), digest), app_id, now_ms)
+    return app_id
+
+
+# What the API remembers of a key's App and an App's quota, and for how long.
+REMEMBERED_MS = 30_000
+REMEMBERED_MAX = 1024  # entries per kind: a bound, not a policy (the oldest goes first)
+_KEY_APPS: dict[tuple[str, str], tuple[int, str]] = {}  # (caller, key hash) → (read at, App id)
+_QUOTAS: dict[tuple[str, str], tuple[int, App]] = {}  # (caller, App id) → (read at, App)
+_LOCK = threading.Lock()
+
+
+def _remembered[V](
+    store: dict[tuple[str, str], tuple[int, V]], key: tuple[str, str], now_ms: int
+) -> V | None:
+    entry = store.get(key)
+    if entry is None or not 0 <= now_ms - entry[0] < REMEMBERED_MS:
+        return None
+    return entry[1]
+
+
+def _remember[V](
+    store: dict[tuple[str, str], tuple[int, V]], key: tuple[str, str], value: V, now_ms: int
+) -> None:
+    with _LOCK:
+        store.pop(key, None)
+        while store and len(store) >= REMEMBERED_MAX:
+            store.pop(next(iter(store)))
+        store[key] = (now_ms, value)
+
+
+def app_for_quota(app_id: str) -> App | None:
+    """The App as the quota check sees it: remembered for REMEMBERED_MS, so a quota set through
+    another container applies within that time (this container's own `set_quota` at once)."""
+    now_ms = clock.to_ms(clock.now())
+    remembered = _remembered(_QUOTAS, (caller(), app_id), now_ms)
+    if remembered is not None:
+        return remembered
+    app = get_app(app_id)
+    if app is not None:
+        _remember(_QUOTAS, (caller(), app_id), app, now_ms)
+    return app
 
 
 def get_app(app_id: str) -> App | None:
@@ -74,9 +125,11 @@ def set_quota(app_id: str, monthly_quota: int | None) -> App | None:
         if monthly_quota is not None
         else AppModel.monthly_quota.remove()
     )
-    if not update_if(row, [action], AppModel.app_id.exists()):
-        return None
-    return to_entity(row)
+    changed = update_if(row, [action], AppModel.app_id.exists())
+    with _LOCK:  # this container's quota checks see the change at once
+        for cached in [k for k in _QUOTAS if k[1] == app_id]:
+            del _QUOTAS[cached]
+    return to_entity(row) if changed else None
 
 
 def set_operational_subscriptions(app_id: str, names: frozenset[str]) -> None:

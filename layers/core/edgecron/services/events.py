@@ -14,7 +14,6 @@ from edgecron import clock, ids
 from edgecron.data import events as data
 from edgecron.data import fanout_pages
 from edgecron.data import runs as run_data
-from edgecron.data import usage as usage_data
 from edgecron.data.models import TaskRunModel
 from edgecron.data.paging import Page
 from edgecron.data.queues import send_fanout
@@ -71,7 +70,7 @@ def _undo_publish(event: Event, counted: bool, now_ms: int) -> None:
     try:
         data.delete(event.app_id, event.event_id)
         if counted:
-            usage_data.add(event.app_id, usage.month_of(now_ms), "event", -1)
+            usage.take_back_trigger(event.app_id, "event", now_ms)
     except Exception:
         logger.exception("could not undo a failed publish", extra={"event_id": event.event_id})
 

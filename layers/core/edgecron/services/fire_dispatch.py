@@ -115,6 +115,8 @@ def dispatch_fire(
         status, error = fire_data.FAILED, QUOTA_EXCEEDED
     jitter_sec = int(schedule.jitter_sec or 0)
     due_at_ms = jitter.due_at_ms(schedule.schedule_id, fire_at_ms, jitter_sec, now_ms) if jitter_sec else None
+    if not over_quota:  # billed before its Fire is written: a dispatch that dies may bill it twice, never 0
+        usage.record_trigger(schedule.app_id, "schedule", now_ms)
     fire, created = fire_data.create(
         schedule.schedule_id,
         fire_at_ms,
@@ -129,12 +131,13 @@ def dispatch_fire(
         overlap=overlap_of(schedule),
         waits_long=due_at_ms is not None and fires.waits_past_recent(fire_at_ms, due_at_ms),
     )
+    if not created and not over_quota:  # the Fire was already written, and billed then
+        usage.take_back_trigger(schedule.app_id, "schedule", now_ms)
     if created and over_quota:  # not run, not billed, not retried; counts toward auto-pause
         fires.after_settle(fire, fire_data.FAILED, now_ms, error)
         return DispatchResult(fire, created, 0)
     if created:
         count(FIRES)
-        usage.record_trigger(schedule.app_id, "schedule", now_ms)
     return _go_on(schedule, fire, created, now_ms)
 
 
@@ -150,6 +153,8 @@ def trigger_fire(schedule: ScheduleModel, now_ms: int) -> FireModel | None:
     over_quota = quota.over_quota(schedule.app_id, now_ms)
     status, error = (fire_data.FAILED, QUOTA_EXCEEDED) if over_quota else (fire_data.SCHEDULED, None)
     fire_at_ms = now_ms
+    if not over_quota:  # billed before its Fire is written, as a cron fire is
+        usage.record_trigger(schedule.app_id, "schedule", now_ms)
     while True:
         if fire_at_ms % 1000 == 0 or fire_at_ms == schedule.next_fire_at:
             fire_at_ms += 1
@@ -176,7 +181,6 @@ def trigger_fire(schedule: ScheduleModel, now_ms: int) -> FireModel | None:
         fires.after_settle(fire, fire_data.FAILED, now_ms, error)
         return fire
     count(FIRES)
-    usage.record_trigger(schedule.app_id, "schedule", now_ms)
     if paged:
         _fan_out(fire)
     else:

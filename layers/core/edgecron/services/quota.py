@@ -5,7 +5,8 @@ The check reads the App and its usage counters before the trigger is recorded, s
 limit: requests racing each other at the limit may each pass the check and overshoot it by the
 number of concurrent requests, and a direct run sent at its creation is in the counter only once a
 worker has claimed it (data/usage.py), so the runs created in the last seconds before the limit are
-not seen either. Usage counters are atomic and never lose a trigger."""
+not seen either. Usage counters are atomic and never lose a trigger. The App's quota itself is
+remembered by each container for a few seconds (data/apps.py), so a new quota applies within them."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from edgecron.services import usage
 
 
 def _quota_and_used(app_id: str, now_ms: int) -> tuple[int, int] | None:
-    app = apps.get_app(app_id)
+    app = apps.app_for_quota(app_id)
     if app is None or app.monthly_quota is None:
         return None
     return int(app.monthly_quota), usage.usage_of(app_id, usage.month_of(now_ms))["total"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -54,11 +55,11 @@ def test_two_minute_stop_records_missed_fires_and_runs_once(
     launched_at = time.time()
     own_stack.start()
     restarted_at = time.time()
-    time.sleep(4)  # the compensation ran at start; let the catch-up delivery land
-    fires = api.all_pages(f"/v1/schedules/{schedule['id']}/fires")
-    outage = sorted(
-        (f for f in fires if stopped_at <= _ts(f["fire_time"]) < restarted_at), key=lambda f: f["fire_time"]
-    )
+    # the compensation ran at start: wait until the catch-up run it made has ended
+    outage = _outage_fires(api, schedule["id"], stopped_at, restarted_at)
+    for run_id in {run["id"] for f in outage if f["status"] != "MISSED" for run in f["runs"]}:
+        api.wait_run(run_id, terminal, timeout=60)
+    outage = _outage_fires(api, schedule["id"], stopped_at, restarted_at)
     missed = [f["fire_time"] for f in outage if f["status"] == "MISSED"]
     ran = [f["fire_time"] for f in outage if f["status"] != "MISSED"]
     arrivals = [r for r in receiver.received("/every30") if r.at >= restarted_at - 1]
@@ -75,6 +76,22 @@ def test_two_minute_stop_records_missed_fires_and_runs_once(
     assert ran_run_ids & {a.headers["webhook-id"] for a in arrivals}  # the catch-up delivery arrived
     run_ids = {a.headers["webhook-id"] for a in arrivals}
     assert len(run_ids) == len(arrivals)  # nothing delivered twice
+
+
+def _outage_fires(api: Api, schedule_id: str, stopped_at: float, restarted_at: float) -> list[dict[str, Any]]:
+    """The schedule's Fires whose fire time fell in the outage, oldest first, once every one of them
+    is recorded (MISSED, or dispatched with its run), waiting up to a minute for that."""
+    deadline = time.monotonic() + 60
+    while True:
+        fires = api.all_pages(f"/v1/schedules/{schedule_id}/fires")
+        outage = sorted(
+            (f for f in fires if stopped_at <= _ts(f["fire_time"]) < restarted_at),
+            key=lambda f: f["fire_time"],
+        )
+        settled = all(f["status"] == "MISSED" or f["runs"] for f in outage)
+        if (outage and settled) or time.monotonic() > deadline:
+            return outage
+        time.sleep(0.5)
 
 
 def _ts(value: str) -> float:

@@ -120,9 +120,10 @@ def retire_runs() -> None:
         for run in R.scan(unfinished):
             batch.delete(run)
     for apps in run_checks.app_pages():
-        marks = run_checks.checked_keys([app_id for app_id, _ in apps])
+        marks = run_checks.marks([app_id for app_id, _ in apps])
         for app_id, _ in apps:
-            if marks.get(app_id) != AFTER_ANY_SUFFIX:
+            mark = marks.get(app_id)
+            if mark is None or mark.checked_key != AFTER_ANY_SUFFIX:
                 run_checks.set_checked_key(app_id, AFTER_ANY_SUFFIX)
 
 

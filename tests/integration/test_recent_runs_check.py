@@ -15,7 +15,7 @@ from edgecron import clock, ids
 from edgecron.data import run_checks
 from edgecron.data import runs as run_data
 from edgecron.data.keys import RUN_PARTITIONS
-from edgecron.data.models import TaskRunModel
+from edgecron.data.models import RUNS_CHECKED_MONTH, RunsCheckedModel, TaskRunModel
 from edgecron.data.runs import per_partition_page
 from edgecron.domain import run_states as st
 from edgecron.services.scan import CHECK_BATCH
@@ -107,7 +107,9 @@ def test_a_lost_message_of_an_event_run_is_found_by_the_next_scan(receiver: Rece
 
 
 def _finished_runs(app_id: str, endpoint_id: str, created_ms: int, n: int) -> None:
-    """n delivered runs created at `created_ms` (+ 1 ms each), written directly."""
+    """n delivered runs created at `created_ms` (+ 1 ms each), written directly, after covering
+    their times as a creator of runs sent at creation does (data/run_checks.py)."""
+    run_checks.cover(app_id, created_ms + n)
     for i in range(n):
         run = run_data.new_run(
             run_id=ids.keyed_id("run", created_ms + i, str(i)),
@@ -131,6 +133,7 @@ class _RunReads:
     def __init__(self) -> None:
         self.index_keys = 0
         self.batch_keys = 0
+        self.partitions: list[str] = []  # the partition key of each query of the table
         self._params: dict[str, Any] = {}
         self._events = TaskRunModel._get_connection().connection.client.meta.events
 
@@ -158,6 +161,12 @@ class _RunReads:
             and not self._params.get("IndexName")
         ):
             self.index_keys += int(parsed.get("Count", 0))
+            values = self._params.get("ExpressionAttributeValues", {})
+            self.partitions.extend(v["S"] for v in values.values() if "#" in v.get("S", ""))
+
+    def queried(self, app_id: str) -> int:
+        """How many queries read the App's partitions."""
+        return sum(1 for part in self.partitions if part.startswith(app_id + "#"))
 
 
 def test_the_check_reads_only_the_runs_created_since_the_last_tick(receiver: Receiver) -> None:
@@ -232,6 +241,76 @@ def test_a_rebuild_resends_runs_sent_at_creation_at_once_and_leaves_the_marks(
     fixed.advance(5)  # index entries show a moment after their write
     report = invoke("scan", {"detail": {"rebuild": True}})
     assert report["runs_enqueued"] == 1, report
-    assert run_checks.checked_keys([app_id]) == {}  # a rebuild moves no mark
+    assert run_checks.marks([app_id])[app_id].checked_key is None  # a rebuild moves no mark
     assert pump.deliveries() == 1
     assert _status(key, run_id) == "success"
+
+
+def test_an_app_whose_runs_cannot_reach_past_its_mark_costs_no_query_until_it_creates_one(
+    receiver: Receiver, pump: Pump
+) -> None:
+    app_id, key = new_app("idle")
+    endpoint_id = _endpoint(key, receiver.url("/idle"))
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    for _ in range(2):  # a new App, then the same App once its first check set a mark
+        fixed.advance(LAG_SEC + 1)
+        with _RunReads() as reads:
+            _scan()
+        assert reads.queried(app_id) == 0, vars(reads)
+    run_id = _create_run(key, endpoint_id)  # covers its time before it is put
+    drain_queues()  # and its message is lost
+    fixed.advance(LAG_SEC)
+    with _RunReads() as reads:
+        report = _scan()
+    assert reads.queried(app_id) == RUN_PARTITIONS and report["runs_enqueued"] == 1, report
+    assert pump.deliveries() == 1 and _status(key, run_id) == "success"
+    fixed.advance(LAG_SEC)  # the cover still reaches past the mark: the App is read, finds nothing new
+    with _RunReads() as reads:
+        assert _scan()["runs_checked"] == 0
+    assert reads.queried(app_id) == RUN_PARTITIONS
+    fixed.advance(run_checks.COVER_MS / 1000)  # the window is past the cover: read once more,
+    with _RunReads() as reads:
+        _scan()
+    assert reads.queried(app_id) == RUN_PARTITIONS
+    fixed.advance(LAG_SEC)  # and the mark moved past the cover: nothing can be after it
+    with _RunReads() as reads:
+        _scan()
+    assert reads.queried(app_id) == 0
+    assert run_checks.marks([app_id])[app_id].checked_key == run_data.time_floor(
+        run_checks.marks([app_id])[app_id].created_until + 1  # type: ignore[operator]
+    )
+
+
+def test_an_app_without_a_cover_is_read_every_tick() -> None:
+    """An App of an earlier release, which never wrote a cover: nothing says where its runs end."""
+    app_id, _ = new_app("uncovered")
+    RunsCheckedModel(app_id=app_id, month=RUNS_CHECKED_MONTH).update(
+        actions=[RunsCheckedModel.created_until.remove()]
+    )
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    for _ in range(2):
+        fixed.advance(LAG_SEC + 1)
+        with _RunReads() as reads:
+            _scan()
+        assert reads.queried(app_id) == RUN_PARTITIONS
+
+
+def test_a_container_writes_an_apps_cover_once_in_a_while_and_never_moves_it_back() -> None:
+    app_id, _ = new_app("cover")
+    now_ms = clock.to_ms(datetime.now(UTC))
+
+    def stored() -> int:
+        return int(RunsCheckedModel.get(app_id, RUNS_CHECKED_MONTH, consistent_read=True).created_until)
+
+    run_checks.cover(app_id, now_ms)
+    assert stored() == now_ms + run_checks.COVER_MS
+    run_checks.cover(app_id, now_ms + run_checks.COVER_MS - run_checks.RENEW_MS)  # still covered
+    assert stored() == now_ms + run_checks.COVER_MS
+    later = now_ms + run_checks.COVER_MS - run_checks.RENEW_MS + 1
+    run_checks.cover(app_id, later)  # less than RENEW_MS left: renewed
+    assert stored() == later + run_checks.COVER_MS
+    run_checks._COVERED.clear()  # another container, whose clock is behind
+    run_checks.cover(app_id, now_ms)
+    assert stored() == later + run_checks.COVER_MS  # a cover never shrinks

@@ -33,15 +33,25 @@ def deterministic_id(prefix: str, *parts: str) -> str:
     return f"{prefix}_{_b32(int.from_bytes(digest[:16], 'big'), 26)}"
 
 
-def ms_of(object_id: str) -> int | None:
-    """The creation time of a time-sortable id (new_id, keyed_id); None for any other string."""
-    body = object_id.partition("_")[2]
-    if len(body) != 26 or any(c not in _ALPHABET for c in body[:10]):
+def _time_prefix(body: str) -> int | None:
+    if len(body) < 10 or any(c not in _ALPHABET for c in body[:10]):
         return None
     value = 0
     for c in body[:10]:
         value = value * 32 + _ALPHABET.index(c)
     return value
+
+
+def ms_of(object_id: str) -> int | None:
+    """The creation time of a time-sortable id (new_id, keyed_id); None for any other string."""
+    body = object_id.partition("_")[2]
+    return _time_prefix(body) if len(body) == 26 else None
+
+
+def floor_ms(key: str) -> int:
+    """The milliseconds a time-sortable id or a time_floor starts with (0 for any other string):
+    every id that sorts after `key` was created at this time or later."""
+    return _time_prefix(key.partition("_")[2]) or 0
 
 
 def time_floor(prefix: str, ms: int) -> str:

@@ -11,6 +11,7 @@ from functools import lru_cache
 from pynamodb.exceptions import DoesNotExist
 
 from edgecron import clock, ids
+from edgecron.data import run_checks
 from edgecron.data.aws import caller, client
 from edgecron.data.conditional import update_if
 from edgecron.data.models import ApiKeyModel, AppModel
@@ -40,6 +41,7 @@ def create_app(name: str, now_ms: int, monthly_quota: int | None = None) -> tupl
         app_id=ids.new_id("app", now_ms), name=name, created_at=now_ms, monthly_quota=monthly_quota
     )
     row.save(condition=AppModel.app_id.does_not_exist())
+    run_checks.cover_none(row.app_id)
     key = create_key(row.app_id, now_ms)
     return to_entity(row), key
 

@@ -403,7 +403,9 @@ class RunsCheckedModel(Model):
 
     app_id = UnicodeAttribute(hash_key=True)
     month = UnicodeAttribute(range_key=True, default=RUNS_CHECKED_MONTH)
-    checked_key = UnicodeAttribute()  # the `created_key` of the last run checked, or a time key
+    checked_key = UnicodeAttribute(null=True)  # the id of the last run checked, or a time key
+    # no run of the App sent at creation has an id time past this (data/run_checks.py::cover)
+    created_until = NumberAttribute(null=True)
 
 
 class NotificationModel(Model):

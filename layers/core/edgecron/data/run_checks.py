@@ -1,15 +1,73 @@
 """Where the scan's check of recent runs stands, per App. Runs whose message is sent when they are
-created have no `wake` entry; the scan reads each App's runs created since its mark (a query of
-the App's partition of the Task Runs table) and gives any still unfinished the entry it would have had. The mark moves only
-after a batch is handled, so a tick that stops early re-reads that batch (every write is conditional)."""
+created have no `wake` entry; the scan reads each App's runs created since its mark (the queries of
+the App's partitions of the Task Runs table) and gives any still unfinished the entry it would have
+had. The mark moves only after a batch is handled, so a tick that stops early re-reads that batch
+(every write is conditional).
+
+The same item says how far the App's runs may reach (`created_until`): before a container puts a run
+sent at creation, it makes sure the item covers the run's time, writing `now + COVER_MS` when less
+than RENEW_MS of its last cover is left (about one write per App and container every nine minutes).
+An App whose runs cannot reach past its mark is not queried at all, so an idle App costs the check
+nothing but its share of the marks' batch read. An App without `created_until` (one created by an
+earlier release that has not created a run since) is queried every tick, as before."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 
+from pynamodb.exceptions import UpdateError
+
+from edgecron.data.aws import caller
 from edgecron.data.models import RUNS_CHECKED_MONTH, AppModel, RunsCheckedModel
 
 PAGE = 100  # Apps per batch read of their marks
+COVER_MS = 600_000  # how far ahead a cover reaches
+RENEW_MS = 60_000  # a container writes a new cover when less than this is left of its last one
+REMEMBERED_MAX = 1024  # Apps whose cover a container remembers: a bound (the oldest goes first)
+_COVERED: dict[tuple[str, str], int] = {}  # (caller, App id) → the cover this container wrote
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class CheckMark:
+    """An App's check state: the last run checked (None before its first check) and how far its
+    runs sent at creation may reach (None: unknown, so every tick checks it)."""
+
+    checked_key: str | None
+    created_until: int | None
+
+
+def cover(app_id: str, now_ms: int) -> None:
+    """Before a run of the App sent at creation is put (its id time at most `now_ms`): the App's
+    `created_until` reaches at least `now_ms`. A failed write raises, so the run is not put."""
+    key = (caller(), app_id)
+    if _COVERED.get(key, 0) - RENEW_MS >= now_ms:
+        return
+    until = now_ms + COVER_MS
+    M = RunsCheckedModel
+    try:
+        M(app_id=app_id, month=RUNS_CHECKED_MONTH).update(
+            actions=[M.created_until.set(until)],
+            condition=M.created_until.does_not_exist() | (M.created_until < until),
+        )
+    except UpdateError as exc:
+        if exc.cause_response_code != "ConditionalCheckFailedException":
+            raise
+        # another container covered further: its cover holds this run too
+    with _LOCK:
+        _COVERED.pop(key, None)
+        while _COVERED and len(_COVERED) >= REMEMBERED_MAX:
+            _COVERED.pop(next(iter(_COVERED)))
+        _COVERED[key] = until
+
+
+def cover_none(app_id: str) -> None:
+    """A new App has no runs yet: a cover of 0 lets the check skip it until it creates one."""
+    RunsCheckedModel(app_id=app_id, month=RUNS_CHECKED_MONTH, created_until=0).save(
+        condition=RunsCheckedModel.app_id.does_not_exist()
+    )
 
 
 def app_pages() -> Iterator[list[tuple[str, int]]]:
@@ -24,16 +82,21 @@ def app_pages() -> Iterator[list[tuple[str, int]]]:
         yield page
 
 
-def checked_keys(app_ids: list[str]) -> dict[str, str]:
+def marks(app_ids: list[str]) -> dict[str, CheckMark]:
     """The marks of these Apps (at most 100), one consistent batch read; an App without one is left out."""
     keys = [(app_id, RUNS_CHECKED_MONTH) for app_id in app_ids]
     return {
-        item.app_id: str(item.checked_key) for item in RunsCheckedModel.batch_get(keys, consistent_read=True)
+        item.app_id: CheckMark(
+            checked_key=None if item.checked_key is None else str(item.checked_key),
+            created_until=None if item.created_until is None else int(item.created_until),
+        )
+        for item in RunsCheckedModel.batch_get(keys, consistent_read=True)
     }
 
 
 def set_checked_key(app_id: str, key: str) -> None:
-    """A plain put: each scan sets only keys it has handled, so two overlapping ticks can at worst
-    move the mark back, and the runs after it are checked again (every write of the check is
-    conditional)."""
-    RunsCheckedModel(app_id=app_id, month=RUNS_CHECKED_MONTH, checked_key=key).save()
+    """Set the mark alone (the cover beside it is the creators'): each scan sets only keys it has
+    handled, so two overlapping ticks can at worst move the mark back, and the runs after it are
+    checked again (every write of the check is conditional)."""
+    M = RunsCheckedModel
+    M(app_id=app_id, month=RUNS_CHECKED_MONTH).update(actions=[M.checked_key.set(key)])

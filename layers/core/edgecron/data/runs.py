@@ -21,7 +21,7 @@ from pynamodb.exceptions import DoesNotExist
 
 from edgecron import clock, ids
 from edgecron.config import get_settings
-from edgecron.data import legacy_runs, usage
+from edgecron.data import legacy_runs, run_checks, usage
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import is_alive, run_expires_at_s
 from edgecron.data.keys import RUN_PARTITIONS, alive, app_run_partitions, run_partition, time_key, time_window
@@ -131,6 +131,8 @@ def put_new(run: TaskRunModel, *, legacy_id: str | None = None) -> bool:
         for old_id in {run.run_id, legacy_id or run.run_id}:
             if get(run.app_id, old_id, consistent=True) is not None:
                 return False
+    if run.wake_shard is None and run.status not in st.TERMINAL:  # only the check finds it if lost
+        run_checks.cover(run.app_id, int(run.created_at))
     return save_if(run, M.run_id.does_not_exist())
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from edgecron import clock
+from edgecron import clock, ids
 from edgecron.config import Settings, get_settings
 from edgecron.data import legacy_runs, run_checks
 from edgecron.data import queues as queue_data
@@ -179,14 +179,15 @@ class _Tick:
 def check_recent_runs(tick: _Tick) -> Work:
     """Runs sent at their creation (direct runs due within the look-ahead, Event runs) have no `wake`
     entry. Per App, read the runs created since the App's check mark and at least check_lag_ms ago
-    (a query of the App's partition of the table, eventually consistent), give each one still unfinished the
+    (the queries of the App's partitions, eventually consistent), give each one still unfinished the
     entry it would have had, and handle it as the wake walk would; then move the mark. Reads grow
-    with the Apps (one batch read of marks per 100, one query per App with runs after its mark) and
-    the runs created since the last tick, not with an App's history. `rebuild` (every message is
+    with the Apps (one batch read of marks per 100, one query per partition of an App whose runs
+    may reach past its mark: data/run_checks.py) and the runs created since the last tick, not with
+    an App's history. `rebuild` (every message is
     known lost) reads up to now and leaves the marks alone."""
     until = tick.now_ms - (0 if tick.rebuild else check_lag_ms(tick.settings))
     for apps in run_checks.app_pages():
-        marks = run_checks.checked_keys([app_id for app_id, _ in apps])
+        marks = run_checks.marks([app_id for app_id, _ in apps])
         for app_id, created_at in apps:
             try:
                 yield from _check_app(tick, app_id, created_at, marks.get(app_id), until)
@@ -195,8 +196,13 @@ def check_recent_runs(tick: _Tick) -> Work:
                 item_failed("app", app_id)
 
 
-def _check_app(tick: _Tick, app_id: str, created_at: int, mark: str | None, until: int) -> Work:
+def _check_app(
+    tick: _Tick, app_id: str, created_at: int, check: run_checks.CheckMark | None, until: int
+) -> Work:
+    mark = None if check is None else check.checked_key
     after = _resume_from(mark) or run_data.time_floor(max(created_at - 1, until - FIRST_CHECK_SEC * 1000))
+    if check is not None and check.created_until is not None and check.created_until < ids.floor_ms(after):
+        return  # every run of the App sent at creation is at or before its mark: nothing to read
     moved = False
     while batch := run_data.created_between(app_id, after, until, CHECK_BATCH):
         for run in batch:
@@ -215,7 +221,15 @@ def _check_app(tick: _Tick, app_id: str, created_at: int, mark: str | None, unti
             moved = True
         if len(batch) < CHECK_BATCH:
             break
-    if mark is None and not moved and not tick.rebuild:
+    if tick.rebuild:
+        yield
+        return
+    cover = None if check is None else check.created_until
+    if cover is not None and cover < until and run_data.time_floor(cover + 1) > after:
+        # every run its cover allows is checked: the mark goes past the cover, once, and the App
+        # costs no query until a new run moves its cover
+        run_checks.set_checked_key(app_id, run_data.time_floor(cover + 1))
+    elif mark is None and not moved:
         run_checks.set_checked_key(app_id, after)  # once per App: later ticks start from here
     yield
 

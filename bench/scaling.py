@@ -461,6 +461,8 @@ def delivery_steps(
         monthly = per_day * MONTH_DAYS / 1e6
         wru_s = peak_s * direct["wru"]
         runs_table_wcu = peak_s * direct["wru_table_by_table"].get("RunsTable", 0.0)
+        from edgecron.data.keys import RUN_PARTITIONS
+
         row: dict[str, Any] = {
             "deliveries_per_day": per_day,
             "mean_per_s": round(mean_s, 1),
@@ -474,9 +476,9 @@ def delivery_steps(
             "dynamodb_requests_per_s_peak": round(peak_s * direct["dynamodb_requests"]),
             "wru_per_s_peak": round(wru_s),
             "task_runs_table_wcu_per_s_peak": round(runs_table_wcu),
-            # every write of an App's runs lands in its partition of the Task Runs table
-            "by_app_wcu_per_app_peak": round(
-                peak_s * app_share * direct["wru_table_by_table"].get("RunsTable", 0.0)
+            # an App's runs are spread evenly over its RUN_PARTITIONS keys of the Task Runs table
+            "runs_partition_wcu_per_app_peak": round(
+                peak_s * app_share * direct["wru_table_by_table"].get("RunsTable", 0.0) / RUN_PARTITIONS
             ),
             "usage_item_wcu_per_app_peak": round(
                 peak_s * app_share * direct["wru_table_by_table"].get("UsageTable", 0.0)
@@ -650,7 +652,7 @@ def markdown(data: dict[str, Any]) -> str:
         lines.append(
             f"| {_n(d['deliveries_per_day'])} | {d['peak_per_s']:,.0f}/s | {d['worker_concurrency_peak']:,} "
             f"| {d['messages_in_flight_peak']:,} | {d['sqs_requests_per_s_peak']:,} | {d['wru_per_s_peak']:,} "
-            f"| {d['task_runs_table_wcu_per_s_peak']:,} | {d['by_app_wcu_per_app_peak']:,} / "
+            f"| {d['task_runs_table_wcu_per_s_peak']:,} | {d['runs_partition_wcu_per_app_peak']:,} / "
             f"{d['usage_item_wcu_per_app_peak']:,}, {d['endpoint_reads_per_app_peak']:,} "
             f"| {d['stored_tb_90d']} TB |"
         )

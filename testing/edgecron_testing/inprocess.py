@@ -136,11 +136,16 @@ def retire_schedules() -> None:
 
 
 def app_runs(app_id: str) -> list[Any]:
-    """Every Task Run of the App, newest first: consistent queries of each of its partitions."""
+    """Every Task Run of the App, newest first, as the table holds them now: each of its partitions
+    read from moto's backend (the test's own look, not a read of the code under test)."""
     from edgecron.data.keys import app_run_partitions
     from edgecron.data.models import TaskRunModel as R
+    from edgecron_cli.local.moto_server import partition_items
 
-    runs = [run for part in app_run_partitions(app_id) for run in R.query(part, consistent_read=True)]
+    table = R.Meta.table_name
+    runs = [
+        R.from_raw_data(item) for part in app_run_partitions(app_id) for item in partition_items(table, part)
+    ]
     return sorted(runs, key=lambda run: run.run_id, reverse=True)
 
 

@@ -394,6 +394,22 @@ def table_items(table_name: str) -> list[dict[str, Any]]:
             continue
 
 
+def partition_items(table_name: str, hash_value: str) -> list[dict[str, Any]]:
+    """The items of one partition (string hash key) of a table with a sort key, in sort key order,
+    in DynamoDB JSON, read from moto's backend in this process: a test's own look at a partition
+    without a Query's parsing and serialising (about 10 ms a call in moto)."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    table = dynamodb_backends[ACCOUNT_ID][REGION].get_table(table_name)
+    while True:
+        try:
+            found = table.items.get(DynamoType({"S": hash_value}), {})
+            items = [found[key] for key in sorted(found)]
+            return [{name: plain_dynamo_json(value) for name, value in item.attrs.items()} for item in items]
+        except RuntimeError:  # a handler changed the partition while it was read: read it again
+            continue
+
+
 def plain_dynamo_json(value: Any) -> Any:
     """One of moto's attribute values (a DynamoType) as DynamoDB JSON, binary in base64: what
     `json.loads(dynamo_json_dump(item.to_json()))` gives, without its deep copies and JSON round trip

@@ -138,6 +138,21 @@ class RetryPolicyModel(Model):
 
 
 class DueIndex(GlobalSecondaryIndex["ScheduleModel"]):
+    """Keys only: an entry moves at each fire (its sort key is the next fire time) and is rewritten
+    by nothing else; the scan fetches the schedules (data/schedules.py::due)."""
+
+    class Meta:
+        index_name = "due_keys"
+        projection = KeysOnlyProjection()
+
+    due_shard = UnicodeAttribute(hash_key=True)
+    next_fire_at = NumberAttribute(range_key=True)
+
+
+class WholeDueIndex(GlobalSecondaryIndex["ScheduleModel"]):
+    """The `due` index of earlier releases (the whole schedule projected), read only while a stack
+    upgrades and `due_keys` is still being built (docs/upgrade.md)."""
+
     class Meta:
         index_name = "due"
         projection = AllProjection()
@@ -182,6 +197,7 @@ class ScheduleModel(Model):
     created_at = NumberAttribute()
     updated_at = NumberAttribute()
     due = DueIndex()
+    whole_due = WholeDueIndex()
 
 
 class OpenFiresIndex(GlobalSecondaryIndex["FireModel"]):

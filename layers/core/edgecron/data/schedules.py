@@ -3,10 +3,11 @@ index holds exactly what the scan may have to dispatch; every move of `next_fire
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist
+from pynamodb.exceptions import DoesNotExist, QueryError
 
 from edgecron import ids
 from edgecron.config import get_settings
@@ -14,7 +15,9 @@ from edgecron.data.conditional import save_if, update_if
 from edgecron.data.keys import at_version
 from edgecron.data.models import ScheduleModel
 from edgecron.data.paging import Page, query_page
+from edgecron.domain.run_listing import BATCH_GET_MAX
 from edgecron.domain.vocabulary import ScheduleStatus
+from edgecron.observability import logger
 
 M = ScheduleModel
 
@@ -67,7 +70,42 @@ def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[Sc
 
 
 def due(shard: str, until_ms: int) -> Iterator[ScheduleModel]:
-    yield from M.due.query(shard, range_key_condition=M.next_fire_at <= until_ms)
+    """The schedules of `shard` due by `until_ms`, in fire-time order. The `due_keys` index holds keys
+    only, so the schedules are read with consistent batch gets; an entry whose schedule is gone, left
+    the index or moved past `until_ms` since (the index lags the table) is left out. While a stack
+    upgrades and `due_keys` is still being built, the whole-item `due` index is read instead."""
+    entries = M.due.query(shard, range_key_condition=M.next_fire_at <= until_ms)
+    try:
+        first = next(entries, None)  # the first page is read here, the rest as the scan goes on
+    except QueryError as exc:
+        if not _building(exc):
+            raise
+        logger.warning(
+            "the due_keys index is still being built: reading the due index", extra={"shard": shard}
+        )
+        yield from M.whole_due.query(shard, range_key_condition=M.next_fire_at <= until_ms)
+        return
+    if first is None:
+        return
+    keyed = ((entry.app_id, entry.schedule_id) for entry in itertools.chain([first], entries))
+    for keys in itertools.batched(keyed, BATCH_GET_MAX):
+        found = {(s.app_id, s.schedule_id): s for s in M.batch_get(keys, consistent_read=True)}
+        for key in keys:
+            schedule = found.get(key)
+            if (
+                schedule is not None
+                and schedule.due_shard is not None
+                and schedule.next_fire_at is not None
+                and schedule.next_fire_at <= until_ms
+            ):
+                yield schedule
+
+
+def _building(exc: QueryError) -> bool:
+    """DynamoDB refuses reads of an index it is still backfilling (a ValidationException)."""
+    return exc.cause_response_code == "ValidationException" and "backfilling" in (
+        exc.cause_response_message or ""
+    )
 
 
 def advance(

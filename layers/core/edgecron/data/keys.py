@@ -4,13 +4,15 @@ an item's ``version``. Data modules build their queries and conditional writes f
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from pynamodb.attributes import Attribute
 from pynamodb.models import Model
 
 from edgecron import ids
+from edgecron.domain.run_listing import BATCH_GET_MAX
 
 TIME_KEY_DIGITS = 13  # milliseconds since the epoch, zero-padded: string order is time order
 AFTER_ANY_SUFFIX = "~"  # sorts after every character a key's suffix uses (ids, '#', digits)
@@ -52,6 +54,23 @@ def at_version(model: type[Model], version: int | None) -> Any:
     table: Any = model  # only versioned models are passed
     stored = table.version
     return stored.does_not_exist() if version is None else stored == version
+
+
+def items_of_entries[T: Model](
+    model: type[T],
+    keys: Iterable[tuple[str, str]],
+    key_of: Callable[[T], tuple[str, str]],
+    still_in: Callable[[T], bool],
+) -> Iterator[T]:
+    """The items a keys-only index's entries name (`keys`, table keys in index order), in that order:
+    consistent batch gets of 100. An entry whose item is gone, or whose item no longer belongs where
+    the index showed it (`still_in` is false: the index lags the table), is left out."""
+    for chunk in itertools.batched(keys, BATCH_GET_MAX):
+        found = {key_of(item): item for item in model.batch_get(chunk, consistent_read=True)}
+        for key in chunk:
+            item = found.get(key)
+            if item is not None and still_in(item):
+                yield item
 
 
 # An App's Task Runs are spread over this many partitions of the runs table, by a stable hash of

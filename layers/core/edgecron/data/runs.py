@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
@@ -24,7 +24,15 @@ from edgecron.config import get_settings
 from edgecron.data import legacy_runs, run_checks, usage
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import is_alive, run_expires_at_s
-from edgecron.data.keys import RUN_PARTITIONS, alive, app_run_partitions, run_partition, time_key, time_window
+from edgecron.data.keys import (
+    RUN_PARTITIONS,
+    alive,
+    app_run_partitions,
+    items_of_entries,
+    run_partition,
+    time_key,
+    time_window,
+)
 from edgecron.data.models import AttemptRecord, TaskRunModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain import run_states as st
@@ -506,17 +514,6 @@ def ended_badly(
     return found, more
 
 
-def _chunks(values: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    chunk: list[Any] = []
-    for value in values:
-        chunk.append(value)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 def wake_due(shard: str, until_ms: int | None) -> Iterator[TaskRunModel]:
     """The runs of `shard` whose wake time is at most `until_ms` (all of them if None), in wake order.
     The index holds keys only, so the items are read with consistent batch gets; an entry whose run
@@ -524,17 +521,16 @@ def wake_due(shard: str, until_ms: int | None) -> Iterator[TaskRunModel]:
     is left out."""
     cond = M.wake_at <= until_ms if until_ms is not None else None
     entries = M.wake.query(shard, range_key_condition=cond)  # the entry projects the table key
-    for keys in _chunks(((entry.app_part, entry.run_id) for entry in entries), BATCH_GET_MAX):
-        found = {(run.app_part, run.run_id): run for run in M.batch_get(keys, consistent_read=True)}
-        for key in keys:
-            run = found.get(key)
-            if (
-                run is not None
-                and run.wake_shard is not None
-                and run.wake_at is not None
-                and (until_ms is None or run.wake_at <= until_ms)
-            ):
-                yield run
+    yield from items_of_entries(
+        M,
+        ((entry.app_part, entry.run_id) for entry in entries),
+        lambda run: (run.app_part, run.run_id),
+        lambda run: (
+            run.wake_shard is not None
+            and run.wake_at is not None
+            and (until_ms is None or run.wake_at <= until_ms)
+        ),
+    )
 
 
 def _list_key(run: TaskRunModel) -> dict[str, Any]:

@@ -12,10 +12,9 @@ from pynamodb.exceptions import DoesNotExist, QueryError
 from edgecron import ids
 from edgecron.config import get_settings
 from edgecron.data.conditional import save_if, update_if
-from edgecron.data.keys import at_version
+from edgecron.data.keys import at_version, items_of_entries
 from edgecron.data.models import ScheduleModel
 from edgecron.data.paging import Page, query_page
-from edgecron.domain.run_listing import BATCH_GET_MAX
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import logger
 
@@ -87,18 +86,12 @@ def due(shard: str, until_ms: int) -> Iterator[ScheduleModel]:
         return
     if first is None:
         return
-    keyed = ((entry.app_id, entry.schedule_id) for entry in itertools.chain([first], entries))
-    for keys in itertools.batched(keyed, BATCH_GET_MAX):
-        found = {(s.app_id, s.schedule_id): s for s in M.batch_get(keys, consistent_read=True)}
-        for key in keys:
-            schedule = found.get(key)
-            if (
-                schedule is not None
-                and schedule.due_shard is not None
-                and schedule.next_fire_at is not None
-                and schedule.next_fire_at <= until_ms
-            ):
-                yield schedule
+    yield from items_of_entries(
+        M,
+        ((entry.app_id, entry.schedule_id) for entry in itertools.chain([first], entries)),
+        lambda s: (s.app_id, s.schedule_id),
+        lambda s: s.due_shard is not None and s.next_fire_at is not None and s.next_fire_at <= until_ms,
+    )
 
 
 def _building(exc: QueryError) -> bool:

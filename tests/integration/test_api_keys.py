@@ -64,7 +64,7 @@ def test_a_quota_set_through_this_container_applies_at_once(admin_key: str) -> N
 
 
 def test_what_a_container_remembers_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(apps, "REMEMBERED_MAX", 2)
+    monkeypatch.setattr(apps._KEY_APPS, "max_entries", 2)
     for i in range(3):
         assert call_api("GET", "/v1/endpoints", key=new_app(f"bound-{i}")[1]).status == 200
     assert len(apps._KEY_APPS) <= 2

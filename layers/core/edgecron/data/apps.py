@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import threading
 from functools import lru_cache
 
 from pynamodb.exceptions import DoesNotExist
@@ -15,6 +14,7 @@ from edgecron.data import run_checks
 from edgecron.data.aws import caller, client
 from edgecron.data.conditional import update_if
 from edgecron.data.models import ApiKeyModel, AppModel
+from edgecron.data.remembered import Remembered
 from edgecron.domain.apps import App
 
 KEY_PREFIX = "ek_"
@@ -61,54 +61,33 @@ def app_for_key(key: str) -> str | None:
     that time. A key not found is read again each time (it may have been created since)."""
     digest = hash_key(key)
     now_ms = clock.to_ms(clock.now())
-    remembered = _remembered(_KEY_APPS, (caller(), digest), now_ms)
+    remembered = _KEY_APPS.get(digest, now_ms)
     if remembered is not None:
         return remembered
     try:
         app_id = str(ApiKeyModel.get(digest).app_id)
     except DoesNotExist:
         return None
-    _remember(_KEY_APPS, (caller(), digest), app_id, now_ms)
+    _KEY_APPS.put(digest, app_id, now_ms)
     return app_id
 
 
 # What the API remembers of a key's App and an App's quota, and for how long.
 REMEMBERED_MS = 30_000
-REMEMBERED_MAX = 1024  # entries per kind: a bound, not a policy (the oldest goes first)
-_KEY_APPS: dict[tuple[str, str], tuple[int, str]] = {}  # (caller, key hash) → (read at, App id)
-_QUOTAS: dict[tuple[str, str], tuple[int, App]] = {}  # (caller, App id) → (read at, App)
-_LOCK = threading.Lock()
-
-
-def _remembered[V](
-    store: dict[tuple[str, str], tuple[int, V]], key: tuple[str, str], now_ms: int
-) -> V | None:
-    entry = store.get(key)
-    if entry is None or not 0 <= now_ms - entry[0] < REMEMBERED_MS:
-        return None
-    return entry[1]
-
-
-def _remember[V](
-    store: dict[tuple[str, str], tuple[int, V]], key: tuple[str, str], value: V, now_ms: int
-) -> None:
-    with _LOCK:
-        store.pop(key, None)
-        while store and len(store) >= REMEMBERED_MAX:
-            store.pop(next(iter(store)))
-        store[key] = (now_ms, value)
+_KEY_APPS: Remembered[str] = Remembered(max_age_ms=REMEMBERED_MS)  # key hash → App id
+_QUOTAS: Remembered[App] = Remembered(max_age_ms=REMEMBERED_MS)  # App id → App
 
 
 def app_for_quota(app_id: str) -> App | None:
     """The App as the quota check sees it: remembered for REMEMBERED_MS, so a quota set through
     another container applies within that time (this container's own `set_quota` at once)."""
     now_ms = clock.to_ms(clock.now())
-    remembered = _remembered(_QUOTAS, (caller(), app_id), now_ms)
+    remembered = _QUOTAS.get(app_id, now_ms)
     if remembered is not None:
         return remembered
     app = get_app(app_id)
     if app is not None:
-        _remember(_QUOTAS, (caller(), app_id), app, now_ms)
+        _QUOTAS.put(app_id, app, now_ms)
     return app
 
 
@@ -128,9 +107,7 @@ def set_quota(app_id: str, monthly_quota: int | None) -> App | None:
         else AppModel.monthly_quota.remove()
     )
     changed = update_if(row, [action], AppModel.app_id.exists())
-    with _LOCK:  # this container's quota checks see the change at once
-        for cached in [k for k in _QUOTAS if k[1] == app_id]:
-            del _QUOTAS[cached]
+    _QUOTAS.forget(app_id)  # this container's quota checks see the change at once
     return to_entity(row) if changed else None
 
 

@@ -13,21 +13,18 @@ earlier release that has not created a run since) is queried every tick, as befo
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pynamodb.exceptions import UpdateError
 
-from edgecron.data.aws import caller
 from edgecron.data.models import RUNS_CHECKED_MONTH, AppModel, RunsCheckedModel
+from edgecron.data.remembered import Remembered
 
 PAGE = 100  # Apps per batch read of their marks
 COVER_MS = 600_000  # how far ahead a cover reaches
 RENEW_MS = 60_000  # a container writes a new cover when less than this is left of its last one
-REMEMBERED_MAX = 1024  # Apps whose cover a container remembers: a bound (the oldest goes first)
-_COVERED: dict[tuple[str, str], int] = {}  # (caller, App id) → the cover this container wrote
-_LOCK = threading.Lock()
+_COVERED: Remembered[int] = Remembered()  # App id → the cover this container wrote
 
 
 @dataclass(frozen=True)
@@ -42,8 +39,7 @@ class CheckMark:
 def cover(app_id: str, now_ms: int) -> None:
     """Before a run of the App sent at creation is put (its id time at most `now_ms`): the App's
     `created_until` reaches at least `now_ms`. A failed write raises, so the run is not put."""
-    key = (caller(), app_id)
-    if _COVERED.get(key, 0) - RENEW_MS >= now_ms:
+    if (_COVERED.get(app_id, now_ms) or 0) - RENEW_MS >= now_ms:
         return
     until = now_ms + COVER_MS
     M = RunsCheckedModel
@@ -56,11 +52,7 @@ def cover(app_id: str, now_ms: int) -> None:
         if exc.cause_response_code != "ConditionalCheckFailedException":
             raise
         # another container covered further: its cover holds this run too
-    with _LOCK:
-        _COVERED.pop(key, None)
-        while _COVERED and len(_COVERED) >= REMEMBERED_MAX:
-            _COVERED.pop(next(iter(_COVERED)))
-        _COVERED[key] = until
+    _COVERED.put(app_id, until, now_ms)
 
 
 def cover_none(app_id: str) -> None:

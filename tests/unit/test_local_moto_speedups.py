@@ -410,3 +410,59 @@ def test_kept_condition_trees_evaluate_each_calls_values_as_moto_does() -> None:
         moto_speedups.uninstall()
     assert got == expected
     assert len({str(outcome[0]) for outcome in expected if isinstance(outcome, tuple)}) > 3
+
+
+def _keyed_table(backend: Any, name: str, hash_type: str, range_type: str | None) -> Any:
+    schema = [{"AttributeName": "h", "KeyType": "HASH"}]
+    attr = [{"AttributeName": "h", "AttributeType": hash_type}]
+    if range_type is not None:
+        schema.append({"AttributeName": "r", "KeyType": "RANGE"})
+        attr.append({"AttributeName": "r", "AttributeType": range_type})
+    return backend.create_table(
+        name,
+        schema=schema,
+        throughput=None,
+        attr=attr,
+        global_indexes=None,
+        indexes=None,
+        streams=None,
+        billing_mode="PAY_PER_REQUEST",
+        sse_specification=None,
+        tags=[],
+        deletion_protection_enabled=False,
+        warm_throughput=None,
+    )
+
+
+def _key_value(rng: random.Random, kind: str) -> dict[str, str]:
+    if kind == "N":
+        return {
+            "N": rng.choice(["0", "-1", "3.25", "10", "9", "1E+3", "100", "-0.5", str(rng.randint(-99, 99))])
+        }
+    return {"S": rng.choice(["", "a", "B", "b#1", "b#10", "b#9", "ü", str(rng.randint(0, 99))])}
+
+
+def test_table_walks_list_items_in_moto_order() -> None:
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.table import Table
+
+    rng = random.Random(20261202)
+    backend = DynamoDBBackend("us-east-1", "123456789012")
+    moto_all_items = Table.__dict__["all_items"]
+    shapes = [("S", None), ("N", None), ("S", "S"), ("S", "N"), ("N", "S"), ("N", "N")]
+    for number, (hash_type, range_type) in enumerate(shapes):
+        table = _keyed_table(backend, f"walk{number}", hash_type, range_type)
+        for _ in range(300):
+            item = {"h": _key_value(rng, hash_type), "v": {"N": str(rng.randint(0, 9))}}
+            if range_type is not None:
+                item["r"] = _key_value(rng, range_type)
+            backend.put_item(table.name, item)
+        moto_order = [(i.hash_key, i.range_key) for i in Table.all_items(table)]
+        moto_speedups.install()
+        try:
+            assert Table.__dict__["all_items"] is not moto_all_items  # the faster walk is in place
+            fast_order = [(i.hash_key, i.range_key) for i in table.all_items()]
+        finally:
+            moto_speedups.uninstall()
+        assert fast_order == moto_order
+    assert Table.__dict__["all_items"] is moto_all_items

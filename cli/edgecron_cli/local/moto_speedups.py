@@ -38,6 +38,11 @@ when moto no longer has what it replaces:
   only (values are looked up by placeholder, and only the operands hold them), so the tree is kept per
   expression and names, and each call builds its conditions from it with the call's own values. A
   placeholder the call does not define goes to moto's parse, which refuses it as before.
+- DynamoDB Query on an index and Scan start from `Table.all_items()`, which sorts every item of the
+  table by its keys, comparing `DynamoType`s: each comparison converts both values again (a `Decimal`
+  per number key), so a query of an index on a table of 10,000 items cost about 4 s. The items are now
+  sorted by their keys' values converted once per item: the same order, since a table's key
+  attributes have one type each.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from moto.core import responses as moto_responses
 from moto.core import serialize as moto_serialize
 from moto.core import utils as moto_utils
 from moto.dynamodb import comparisons as dynamodb_comparisons
+from moto.dynamodb.models import table as dynamodb_table
 from moto.dynamodb.parsing import ast_nodes as dynamodb_ast
 from moto.dynamodb.parsing import expressions as dynamodb_expressions
 from moto.dynamodb.parsing import validators as dynamodb_validators
@@ -79,6 +85,7 @@ def install() -> None:
     _install_tree_walk()
     _install_shape_checks_cache()
     _install_condition_cache()
+    _install_all_items_sort()
 
 
 def uninstall() -> None:
@@ -443,3 +450,29 @@ def _install_condition_cache() -> None:
 
     _replace(parser, "parse", parse)
     _replace(parser, "_make_operand", make_operand)
+
+
+# DynamoDB table walk ---------------------------------------------------------------------------------
+
+
+def _all_items(self: Any) -> list[Any]:
+    """moto 5.2.5's `Table.all_items`, each item's key values converted once instead of per comparison."""
+    items: list[Any] = []
+    for hash_set in self.items.values():
+        if self.range_key_attr:
+            items.extend(hash_set.values())
+        else:
+            items.append(hash_set)
+    return sorted(
+        items,
+        key=lambda x: (
+            (x.hash_key.cast_value, x.range_key.cast_value) if x.range_key else x.hash_key.cast_value
+        ),
+    )
+
+
+def _install_all_items_sort() -> None:
+    table = getattr(dynamodb_table, "Table", None)
+    if table is None or "all_items" not in table.__dict__:
+        return
+    _replace(table, "all_items", _all_items)

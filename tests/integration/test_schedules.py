@@ -22,6 +22,7 @@ from edgecron_testing.harness import call_api, invoke
 from edgecron_testing.harness import new_endpoint as endpoint
 from edgecron_testing.harness import new_schedule as schedule
 from edgecron_testing.inprocess import app_of_run
+from edgecron_testing.metrics import emitted
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, app_runs, new_app
 
@@ -507,10 +508,12 @@ def test_a_fire_whose_dispatch_died_after_its_fire_was_written_is_dispatched_by_
 
 @pytest.mark.parametrize("dies", ["before the Fire is written", "right after the Fire is written"])
 def test_a_fire_whose_dispatch_died_is_billed_once_it_is_dispatched(
-    dies: str, fixed: clock.FixedClock, monkeypatch: pytest.MonkeyPatch
+    dies: str, fixed: clock.FixedClock, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A fire is counted before its Fire is written and taken back if the Fire was already there, so a
-    dispatch that dies anywhere may bill the fire twice, never zero times."""
+    dispatch that dies anywhere may bill the fire twice, never zero times; the BillableTriggers
+    metric is taken back with the counter, so the two agree."""
+    emitted(capsys)  # what earlier tests left unflushed
     app_id, key = new_app("redrive-usage")
     s = schedule(key, cron="0 13 * * *", endpoint_ids=[endpoint(key)])
     fixed.set(T0 + timedelta(minutes=59, seconds=30))
@@ -527,7 +530,9 @@ def test_a_fire_whose_dispatch_died_is_billed_once_it_is_dispatched(
     fixed.advance(5)  # the next tick dispatches it
     invoke("scan", {"detail": {}})
     assert [f.status for f in fires_of(s["id"])] == ["SCHEDULED"]
-    assert call_api("GET", "/v1/usage", key=key).body["schedule"] in (1, 2)  # never lost
+    billed = call_api("GET", "/v1/usage", key=key).body["schedule"]
+    assert billed in (1, 2)  # never lost
+    assert emitted(capsys).get("BillableTriggers") == billed
 
 
 @pytest.mark.parametrize("worker", ["lives", "dies_before_tracking_the_fire"])

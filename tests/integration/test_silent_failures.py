@@ -3,37 +3,15 @@ is never silent: each one is counted in an EMF metric that an alarm in template.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from edgecron.config import get_settings
 from edgecron.data import notifications
 from edgecron.data.queues import DeliveryMessage, send_deliveries
-from edgecron.observability import metrics
+from edgecron_testing.metrics import emitted
 
 MISSING_TOPIC = "arn:aws:sns:us-east-1:123456789012:no-such-topic"
 MISSING_QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/no-such-queue"
-
-
-def emitted(capsys: pytest.CaptureFixture[str]) -> dict[str, float]:
-    """Flush the metrics and sum what the EMF lines on stdout report, by metric name."""
-    metrics.flush_metrics(raise_on_empty_metrics=False)
-    totals: dict[str, float] = {}
-    for line in capsys.readouterr().out.splitlines():
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(doc, dict) or "_aws" not in doc:
-            continue
-        for directive in doc["_aws"]["CloudWatchMetrics"]:
-            for metric in directive["Metrics"]:
-                values = doc[metric["Name"]]
-                totals[metric["Name"]] = totals.get(metric["Name"], 0.0) + sum(
-                    values if isinstance(values, list) else [values]
-                )
-    return totals
 
 
 @pytest.fixture(autouse=True)

@@ -22,8 +22,10 @@ def record_trigger(app_id: str, kind: str, now_ms: int, *, by_worker: bool = Fal
 
 def take_back_trigger(app_id: str, kind: str, now_ms: int) -> None:
     """Undo a `record_trigger` made at `now_ms` for something that turned out not to be new (a Fire
-    written before, an Event whose publish failed). Not a billable event: no metric."""
+    written before, an Event whose publish failed). The metric is taken back with the counter, so
+    the BillableTriggers sum agrees with what is billed."""
     data.add(app_id, month_of(now_ms), kind, -1)
+    count(BILLABLE_TRIGGERS, -1)
 
 
 counting_batch = data.batch  # a worker invocation counts the runs it claims together

@@ -150,11 +150,13 @@ def app_runs(app_id: str) -> list[Any]:
 
 
 def app_of_run(run_id: str) -> str:
-    """The App of a run a test knows only by id (what a delivery message carries beside the id)."""
+    """The App of a run a test knows only by id (what a delivery message carries beside the id),
+    read from moto's backend."""
     from edgecron.data.models import TaskRunModel as R
+    from edgecron_cli.local.moto_server import item_by_sort_key
 
-    found = list(R.scan(R.run_id == run_id, attributes_to_get=["run_id", "app_id"]))
-    return str(found[0].app_id) if found else ""
+    item = item_by_sort_key(R.Meta.table_name, run_id)
+    return str(item["app_id"]["S"]) if item is not None else ""
 
 
 def new_app(name: str = "test") -> tuple[str, str]:

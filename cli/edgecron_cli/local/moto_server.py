@@ -410,6 +410,25 @@ def partition_items(table_name: str, hash_value: str) -> list[dict[str, Any]]:
             continue
 
 
+def item_by_sort_key(table_name: str, sort_value: str) -> dict[str, Any] | None:
+    """The first item (in no set order) of a table with a string sort key whose sort key is
+    `sort_value`, whatever its partition, in DynamoDB JSON, read from moto's backend in this process:
+    a test's look-up of an item it knows only by a unique sort key, without a Scan's copies."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    table = dynamodb_backends[ACCOUNT_ID][REGION].get_table(table_name)
+    wanted = DynamoType({"S": sort_value})
+    while True:
+        try:
+            for partition in table.items.values():
+                item = partition.get(wanted)
+                if item is not None:
+                    return {name: plain_dynamo_json(value) for name, value in item.attrs.items()}
+            return None
+        except RuntimeError:  # a handler changed the table while it was read: read it again
+            continue
+
+
 def plain_dynamo_json(value: Any) -> Any:
     """One of moto's attribute values (a DynamoType) as DynamoDB JSON, binary in base64: what
     `json.loads(dynamo_json_dump(item.to_json()))` gives, without its deep copies and JSON round trip

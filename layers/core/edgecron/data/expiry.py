@@ -4,6 +4,9 @@ ones, since DynamoDB deletes them lazily (and moto never does)."""
 from __future__ import annotations
 
 from edgecron.config import get_settings
+from edgecron.domain.expiry import is_alive
+
+__all__ = ["expires_at_s", "is_alive", "run_expires_at_s"]
 
 
 def expires_at_s(now_ms: int) -> int:
@@ -15,7 +18,3 @@ def run_expires_at_s(now_ms: int, due_ms: int | None = None) -> int:
     """A Task Run's expiry after a write at `now_ms`: the retention counts from that write, or from
     the time the run is next due if that is later, so a delayed run never expires before it ran."""
     return expires_at_s(max(now_ms, due_ms or 0))
-
-
-def is_alive(expires_at: float | None, now_ms: int) -> bool:
-    return expires_at is None or expires_at > now_ms // 1000

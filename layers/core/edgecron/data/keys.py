@@ -24,8 +24,9 @@ def time_key(ms: int) -> str:
 
 
 def alive(model: type[Model], now_ms: int) -> Any:
-    """The filter that hides expired items: DynamoDB deletes TTL-expired items lazily (up to days
-    later, and moto never does), so every read of history applies it."""
+    """The filter that hides expired items (`domain.expiry.is_alive` as a condition): DynamoDB
+    deletes TTL-expired items lazily (up to days later, and moto never does), so every read of
+    history applies it."""
     table: Any = model  # every history model has `expires_at`
     expires_at = table.expires_at
     return expires_at.does_not_exist() | (expires_at > now_ms // 1000)

@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from edgecron.domain.expiry import is_alive
+
 type Cursor = dict[str, Any]
 
 # A page stops after this many index keys even when it holds fewer than `limit` runs (its cursor
@@ -36,7 +38,7 @@ class RunFilter:
         expires_at = getattr(run, "expires_at", None)
         return (
             run.app_id == self.app_id
-            and (expires_at is None or expires_at > self.now_ms // 1000)
+            and is_alive(expires_at, self.now_ms)
             and (not self.status or run.status == self.status)
             and (not self.endpoint_id or run.endpoint_id == self.endpoint_id)
             and (not self.source or run.source == self.source)

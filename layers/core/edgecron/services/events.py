@@ -18,6 +18,7 @@ from edgecron.data.models import TaskRunModel
 from edgecron.data.paging import Page
 from edgecron.data.queues import send_fanout
 from edgecron.domain.events import Event
+from edgecron.domain.expiry import is_alive
 from edgecron.errors import Conflict, NotFound, ParamInvalid
 from edgecron.observability import logger
 from edgecron.schemas.events import EventCreate
@@ -140,11 +141,7 @@ def deliveries(
             nxt = (page_no + 1, 0)
             break
     run_ids = [run_id_for(event.event_id, endpoint_id) for endpoint_id in chosen]
-    runs = {
-        r.run_id: r
-        for r in run_data.get_many(event.app_id, run_ids)
-        if (r.expires_at is None or r.expires_at > now_ms // 1000)
-    }
+    runs = {r.run_id: r for r in run_data.get_many(event.app_id, run_ids) if is_alive(r.expires_at, now_ms)}
     page = [Delivery(ep, rid, runs.get(rid)) for ep, rid in zip(chosen, run_ids, strict=True)]
     if nxt is not None and nxt[1] == 0 and not _has_more(event, nxt[0]):
         nxt = None

@@ -28,7 +28,6 @@ from edgecron.data import fanout_pages
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.expiry import is_alive
 from edgecron.data.models import EndpointModel, FanoutPageModel, FireModel, ScheduleModel
 from edgecron.data.queues import (
     DeliveryMessage,
@@ -41,6 +40,7 @@ from edgecron.domain import run_states as st
 from edgecron.domain.endpoints import receives_runs
 from edgecron.domain.event_filters import matches_any
 from edgecron.domain.events import Event
+from edgecron.domain.expiry import is_alive
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import logger
 from edgecron.schemas.messages import FanoutBody

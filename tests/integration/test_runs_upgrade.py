@@ -196,3 +196,39 @@ def test_a_fan_out_an_earlier_release_started_creates_no_second_run(app_key: str
     assert not run_data.put_new(run, legacy_id=legacy_run_id_for(event_id, ep))
     assert in_new_table(app_id, run.run_id) is None
     assert json.dumps(run_id_for(event_id, ep)) != json.dumps(legacy_run_id_for(event_id, ep))
+
+
+def test_a_run_either_table_holds_under_either_id_is_not_created_again(
+    app_key: str, receiver: Receiver
+) -> None:
+    """Its own id in the old table, its earlier release's id in either table (a copied run keeps its
+    id), or its own id in the new one: each makes the put a no-op, so no run is created twice."""
+    app_id = app_of(app_key)
+    ep = str(make_endpoint(app_key, receiver.url("/twice"))["id"])
+    now_ms = clock.to_ms(clock.now())
+
+    def fresh(run_id: str) -> TaskRunModel:
+        return run_data.new_run(
+            run_id=run_id,
+            app_id=app_id,
+            endpoint_id=ep,
+            source="event",
+            source_id="evt_1",
+            payload=None,
+            deliver_at_ms=now_ms,
+            wake_at_ms=None,
+            now_ms=now_ms,
+        )
+
+    in_old = old_run(app_id, ep, now_ms)
+    assert not run_data.put_new(fresh(in_old))
+    assert in_new_table(app_id, in_old) is None
+
+    old_id = old_run(app_id, ep, now_ms)
+    assert not run_data.put_new(fresh(ids.new_id("run", now_ms)), legacy_id=old_id)
+
+    copied = ids.new_id("run", now_ms)
+    assert run_data.put_new(fresh(copied))  # in the new table only (as a copy would be)
+    assert not run_data.put_new(fresh(ids.new_id("run", now_ms)), legacy_id=copied)
+    assert not run_data.put_new(fresh(copied))
+    assert run_data.put_new(fresh(ids.new_id("run", now_ms)), legacy_id=ids.new_id("run", now_ms))

@@ -136,9 +136,11 @@ def put_new(run: TaskRunModel, *, legacy_id: str | None = None) -> bool:
     table of earlier releases is there, a run it holds (under this id, or `legacy_id`: the id an
     earlier release gave the same run) exists too."""
     if legacy_runs.enabled():
-        for old_id in {run.run_id, legacy_id or run.run_id}:
-            if get(run.app_id, old_id, consistent=True) is not None:
-                return False
+        # under its own id the conditional put below is this table's check: only the old table is read
+        if legacy_runs.get(run.app_id, run.run_id, consistent=True) is not None:
+            return False
+        if legacy_id and legacy_id != run.run_id and get(run.app_id, legacy_id, consistent=True) is not None:
+            return False
     if run.wake_shard is None and run.status not in st.TERMINAL:  # only the check finds it if lost
         run_checks.cover(run.app_id, int(run.created_at))
     return save_if(run, M.run_id.does_not_exist())

@@ -34,7 +34,7 @@ def local(
         Path | None, typer.Option(help="Where state.json and local.json live (default: <root>/.edgecron).")
     ] = None,
     concurrency: Annotated[
-        int, typer.Option(min=1, help="API containers, and pollers per SQS event source with BatchSize > 1.")
+        int, typer.Option(min=1, help="API containers, and pollers per SQS event source.")
     ] = 4,
     root: Annotated[
         Path | None,

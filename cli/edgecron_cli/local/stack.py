@@ -248,7 +248,7 @@ class LocalStack:
     def _pollers(self, template: Template, session: boto3.session.Session, endpoint: str) -> list[SqsPoller]:
         assert self._provisioned is not None
         plans = [
-            (function, event, self.options.concurrency if event.batch_size > 1 else 1)
+            (function, event, self.options.concurrency)  # Lambda polls a queue in parallel at any BatchSize
             for function in template.functions.values()
             for event in function.sqs
         ]

@@ -177,20 +177,7 @@ def test_updates_apply_with_the_cached_parse() -> None:
     from moto.dynamodb.models import DynamoDBBackend
 
     backend = DynamoDBBackend("us-east-1", "000000000042")
-    backend.create_table(
-        "speedups",
-        schema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        throughput=None,
-        attr=[{"AttributeName": "id", "AttributeType": "S"}],
-        global_indexes=None,
-        indexes=None,
-        streams=None,
-        billing_mode="PAY_PER_REQUEST",
-        sse_specification=None,
-        tags=[],
-        deletion_protection_enabled=False,
-        warm_throughput=None,
-    )
+    _keyed_table(backend, "speedups", "S", None, hash_name="id")
     expression = EXPRESSIONS[0]
     names = {"#s": "status", "#n": "note", "#c": "count", "#gone": "gone"}
     for run, status in enumerate(["pending", "running", "success"], start=1):
@@ -241,20 +228,7 @@ def _table_backend(account: str) -> Any:
     from moto.dynamodb.models import DynamoDBBackend
 
     backend = DynamoDBBackend("us-east-1", account)
-    backend.create_table(
-        "walk",
-        schema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        throughput=None,
-        attr=[{"AttributeName": "id", "AttributeType": "S"}],
-        global_indexes=None,
-        indexes=None,
-        streams=None,
-        billing_mode="PAY_PER_REQUEST",
-        sse_specification=None,
-        tags=[],
-        deletion_protection_enabled=False,
-        warm_throughput=None,
-    )
+    _keyed_table(backend, "walk", "S", None, hash_name="id")
     return backend
 
 
@@ -412,9 +386,12 @@ def test_kept_condition_trees_evaluate_each_calls_values_as_moto_does() -> None:
     assert len({str(outcome[0]) for outcome in expected if isinstance(outcome, tuple)}) > 3
 
 
-def _keyed_table(backend: Any, name: str, hash_type: str, range_type: str | None) -> Any:
-    schema = [{"AttributeName": "h", "KeyType": "HASH"}]
-    attr = [{"AttributeName": "h", "AttributeType": hash_type}]
+def _keyed_table(
+    backend: Any, name: str, hash_type: str, range_type: str | None, hash_name: str = "h"
+) -> Any:
+    """A table in `backend` keyed by `hash_name` (and `r`, when `range_type` is given)."""
+    schema = [{"AttributeName": hash_name, "KeyType": "HASH"}]
+    attr = [{"AttributeName": hash_name, "AttributeType": hash_type}]
     if range_type is not None:
         schema.append({"AttributeName": "r", "KeyType": "RANGE"})
         attr.append({"AttributeName": "r", "AttributeType": range_type})

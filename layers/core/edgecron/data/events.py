@@ -16,11 +16,12 @@ from pynamodb.exceptions import DoesNotExist
 from edgecron import ids
 from edgecron.data import fanout_pages
 from edgecron.data.conditional import update_if
-from edgecron.data.expiry import expires_at_s, is_alive
+from edgecron.data.expiry import expires_at_s
 from edgecron.data.keys import alive, time_window
 from edgecron.data.models import EndpointModel, EventModel, FanoutPageModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain.events import Event
+from edgecron.domain.expiry import is_alive
 from edgecron.domain.vocabulary import FanoutStatus
 
 M = EventModel

@@ -1,12 +1,9 @@
 """TTL helpers: history items expire HISTORY_TTL_DAYS after their last activity; reads skip expired
-ones, since DynamoDB deletes them lazily (and moto never does)."""
+ones (`domain.expiry.is_alive`), since DynamoDB deletes them lazily (and moto never does)."""
 
 from __future__ import annotations
 
 from edgecron.config import get_settings
-from edgecron.domain.expiry import is_alive
-
-__all__ = ["expires_at_s", "is_alive", "run_expires_at_s"]
 
 
 def expires_at_s(now_ms: int) -> int:

@@ -23,7 +23,7 @@ from edgecron import clock, ids
 from edgecron.config import get_settings
 from edgecron.data import legacy_runs, run_checks, usage
 from edgecron.data.conditional import save_if, update_if
-from edgecron.data.expiry import is_alive, run_expires_at_s
+from edgecron.data.expiry import run_expires_at_s
 from edgecron.data.keys import (
     RUN_PARTITIONS,
     alive,
@@ -36,6 +36,7 @@ from edgecron.data.keys import (
 from edgecron.data.models import AttemptRecord, TaskRunModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain import run_states as st
+from edgecron.domain.expiry import is_alive
 from edgecron.domain.run_listing import BATCH_GET_MAX, MAX_KEYS_PER_PAGE, RunFilter, collect_page
 
 M = TaskRunModel

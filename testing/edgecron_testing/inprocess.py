@@ -8,6 +8,7 @@ sets (on first use, so importing the core earlier is fine; reading a setting ear
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -225,3 +226,31 @@ class Pump:
             + int(attrs["ApproximateNumberOfMessagesDelayed"])
             + int(attrs["ApproximateNumberOfMessagesNotVisible"])
         )
+
+
+class UsageWrites:
+    """Counts the UpdateItem calls on one App's usage counters while the block runs (another test's
+    late worker thread in this process may write its own App's)."""
+
+    def __init__(self, app_id: str) -> None:
+        from edgecron.data.models import UsageModel
+
+        self.app_id = app_id
+        self.updates = 0
+        self._table = UsageModel.Meta.table_name
+        self._events = UsageModel._get_connection().connection.client.meta.events
+
+    def __enter__(self) -> UsageWrites:
+        self._events.register("before-call.dynamodb.UpdateItem", self._seen)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._events.unregister("before-call.dynamodb.UpdateItem", self._seen)
+
+    def _seen(self, params: dict[str, Any], **_: object) -> None:
+        body = json.loads(params.get("body") or b"{}")
+        if (
+            body.get("TableName") == self._table
+            and body.get("Key", {}).get("app_id", {}).get("S") == self.app_id
+        ):
+            self.updates += 1

@@ -12,10 +12,9 @@ import pytest
 
 from edgecron import clock
 from edgecron.data import usage as usage_data
-from edgecron.data.models import UsageModel
 from edgecron.services import delivery
 from edgecron_testing.harness import call_api, invoke, sqs_event
-from edgecron_testing.inprocess import app_of_run
+from edgecron_testing.inprocess import UsageWrites, app_of_run
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, drain_queues, new_app
 
@@ -51,30 +50,6 @@ def _direct(key: str) -> int:
     return int(resp.body["direct"])
 
 
-class _UsageWrites:
-    """Counts UpdateItem calls on one App's items of the usage table (another test's late worker
-    thread in this process may write its own App's)."""
-
-    def __init__(self, app_id: str) -> None:
-        self.app_id = app_id
-        self.updates = 0
-        self._events = UsageModel._get_connection().connection.client.meta.events
-
-    def __enter__(self) -> _UsageWrites:
-        self._events.register("before-call.dynamodb.UpdateItem", self._seen)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._events.unregister("before-call.dynamodb.UpdateItem", self._seen)
-
-    def _seen(self, params: dict[str, Any], **_: object) -> None:
-        body = json.loads(params.get("body") or b"{}")
-        if body.get("TableName") != UsageModel.Meta.table_name:
-            return
-        if body.get("Key", {}).get("app_id", {}).get("S") == self.app_id:
-            self.updates += 1
-
-
 def test_a_worker_batch_counts_its_direct_runs_with_one_add(receiver: Receiver, pump: Pump) -> None:
     """The batch's runs are all claimed before the first result is written (the receiver holds its
     answers until the ten requests are open at once), so one ADD counts them all. A run claimed after
@@ -82,12 +57,12 @@ def test_a_worker_batch_counts_its_direct_runs_with_one_add(receiver: Receiver, 
     app_id, key = new_app("usage-batch")
     receiver.script("/batch", Reply(200, together=10))
     endpoint_id = _endpoint(key, receiver.url("/batch"))
-    with _UsageWrites(app_id) as writes:
+    with UsageWrites(app_id) as writes:
         for _ in range(10):
             _create_run(key, endpoint_id)
     assert writes.updates == 0  # the API does not count a run it sends at once
     assert _direct(key) == 0  # not yet claimed: the soft quota does not see it yet
-    with _UsageWrites(app_id) as writes:
+    with UsageWrites(app_id) as writes:
         assert pump.once("DeliveryQueue", "worker") == 10
     assert _direct(key) == 10
     assert writes.updates == 1

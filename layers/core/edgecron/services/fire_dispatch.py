@@ -115,7 +115,7 @@ def dispatch_fire(
         status, error = fire_data.FAILED, QUOTA_EXCEEDED
     jitter_sec = int(schedule.jitter_sec or 0)
     due_at_ms = jitter.due_at_ms(schedule.schedule_id, fire_at_ms, jitter_sec, now_ms) if jitter_sec else None
-    if not over_quota:  # billed before its Fire is written: a dispatch that dies may bill it twice, never 0
+    if not over_quota:  # billed before its Fire is written: a dispatch that dies bills too much, never 0
         usage.record_trigger(schedule.app_id, "schedule", now_ms)
     fire, created = fire_data.create(
         schedule.schedule_id,

@@ -19,7 +19,7 @@ from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
 from edgecron.observability import SCAN_DURATION_MS, logger, millis
-from edgecron.services import fire_pipeline
+from edgecron.services import fire_pipeline, usage
 from edgecron.services.delivery import record_lost_attempt
 from edgecron.services.scan_work import (
     DEFAULT_BUDGET_MS,
@@ -62,15 +62,16 @@ def run_scan(
     budget = Budget(remaining_ms) if remaining_ms is not None else Budget.of(DEFAULT_BUDGET_MS)
     report = ScanReport()
     schedules = fire_pipeline.ScheduleScanReport()
-    report.unfinished = run_fairly(
-        {
-            "runs": run_work(now, report, rebuild=rebuild),
-            "schedules": fire_pipeline.schedule_work(now, schedules),
-            "interrupted": fire_pipeline.interrupted_work(now, schedules),
-            "upgrade copy": copy_work(now, report),
-        },
-        budget,
-    )
+    with usage.billing_ahead():
+        report.unfinished = run_fairly(
+            {
+                "runs": run_work(now, report, rebuild=rebuild),
+                "schedules": fire_pipeline.schedule_work(now, schedules),
+                "interrupted": fire_pipeline.interrupted_work(now, schedules),
+                "upgrade copy": copy_work(now, report),
+            },
+            budget,
+        )
     schedules.stopped_early = bool(report.unfinished)
     report.item_failures += schedules.item_failures
     report.extra.update(schedules.__dict__)

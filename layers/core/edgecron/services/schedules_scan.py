@@ -28,7 +28,7 @@ from edgecron.domain.catchup import (
 )
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
-from edgecron.services import fire_dispatch, fires, operational_events
+from edgecron.services import fire_dispatch, fires, operational_events, usage
 from edgecron.services.scan_work import Budget, Work, first_shard, item_failed, run_fairly
 
 GRACE = timedelta(seconds=2)  # a fire this late is dispatched late, not recorded as missed
@@ -53,10 +53,14 @@ def dispatch_schedules(
     early, and what is left is picked up by the next scan."""
     report = ScheduleScanReport()
     budget = Budget.until(deadline) if deadline is not None else Budget(lambda: float("inf"))
-    left = run_fairly(
-        {"schedules": schedule_work(now, report, horizon_ms), "interrupted": interrupted_work(now, report)},
-        budget,
-    )
+    with usage.billing_ahead():
+        left = run_fairly(
+            {
+                "schedules": schedule_work(now, report, horizon_ms),
+                "interrupted": interrupted_work(now, report),
+            },
+            budget,
+        )
     report.stopped_early = bool(left)
     return report
 

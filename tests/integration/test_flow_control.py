@@ -8,6 +8,7 @@ that dies holding a lease blocks nothing past its claim."""
 from __future__ import annotations
 
 import itertools
+import json
 import time
 import uuid
 from collections import Counter
@@ -328,3 +329,43 @@ def test_leases_asked_for_at_once_never_exceed_the_limit_and_come_back() -> None
     with ThreadPoolExecutor(max_workers=10) as pool:
         list(pool.map(lambda r: flow_data.release_lease(app_id, ep_id, r), run_ids))  # unheld ones too
     assert flow_data.leases(app_id, ep_id) == {}
+
+
+class _FlowWrites:
+    """The UpdateItem calls on one Endpoint's flow-control item."""
+
+    def __init__(self, app_id: str) -> None:
+        self.partition = FLOW_PARTITION + app_id
+        self.updates = 0
+        self._events = FlowControlModel._get_connection().connection.client.meta.events
+
+    def __enter__(self) -> _FlowWrites:
+        self._events.register("before-call.dynamodb.UpdateItem", self._seen)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._events.unregister("before-call.dynamodb.UpdateItem", self._seen)
+
+    def _seen(self, params: dict[str, Any], **_: object) -> None:
+        body = json.loads(params.get("body") or b"{}")
+        if body.get("Key", {}).get("app_id", {}).get("S") == self.partition:
+            self.updates += 1
+
+
+def test_a_worker_batch_under_an_in_flight_limit_takes_and_gives_back_its_leases_together(
+    receiver: Receiver,
+) -> None:
+    """Ten deliveries of one batch to an Endpoint with room for all: their leases are taken in a few
+    shared writes and given back in a few, not one write each way per delivery."""
+    app_id, key = new_app("flow-batch-writes")
+    ep = endpoint(key, receiver.url("/roomy"), max_in_flight=100)
+    arn = queue("DeliveryQueue").arn
+    invoke(
+        "worker", sqs_event([delivery_message(new_run(key, ep["id"]), app_id)], arn)
+    )  # makes the lease map
+    run_ids = [new_run(key, ep["id"]) for _ in range(10)]
+    with _FlowWrites(app_id) as writes:
+        invoke("worker", sqs_event([delivery_message(r, app_id) for r in run_ids], arn))
+    assert len(receiver.received("/roomy")) == 11
+    assert flow_data.leases(app_id, ep["id"]) == {}
+    assert writes.updates <= 4, writes.updates  # two writes each way at most

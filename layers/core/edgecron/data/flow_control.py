@@ -5,6 +5,7 @@ the same rate and the same leases. An Endpoint without limits never reads or wri
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -36,14 +37,20 @@ def _item(app_id: str, endpoint_id: str) -> FlowControlModel:
     return M(app_id=FLOW_PARTITION + app_id, endpoint_id=endpoint_id)
 
 
+GATHER_GAP_SEC = 0.01  # a leader writes once no other request arrived for this long...
+GATHER_MAX_SEC = 0.05  # ...or once it has gathered for this long
+
+
 class _Together[Req, Res]:
     """Requests of one kind for one Endpoint in this process, written together. The deliveries of a
-    worker batch ask at once: the first one writes for every request waiting by then, the others wait
-    for its answer, so a batch of ten costs one or two writes instead of ten (and the rate's hint is
-    never stale between them). What is granted is still decided by the shared item's conditions."""
+    worker batch ask at about the same time, a few milliseconds apart: the first one gathers the
+    requests arriving until none came for GATHER_GAP_SEC (at most GATHER_MAX_SEC), writes for all of
+    them and hands each its answer, so a batch of ten costs one or two writes instead of ten (and
+    the rate's hint is never stale between them). A lone request waits GATHER_GAP_SEC. What is
+    granted is still decided by the shared item's conditions."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
         self.waiting: list[tuple[Req, Future[Res]]] = []
         self.busy = False
 
@@ -53,10 +60,12 @@ class _Together[Req, Res]:
             self.waiting.append((request, mine))
             leader = not self.busy
             self.busy = True
+            self.lock.notify_all()
         if not leader:
             return mine.result()
         while True:  # the leader writes until nobody waits (a bounded batch of threads)
             with self.lock:
+                self._gather()
                 group, self.waiting = self.waiting, []
                 if not group:
                     self.busy = False
@@ -70,6 +79,19 @@ class _Together[Req, Res]:
             for (_, waiter), answer in zip(group, answers, strict=True):
                 waiter.set_result(answer)
         return mine.result()
+
+    def _gather(self) -> None:
+        """Under the lock: let the requests arriving a few milliseconds apart join the group (real
+        time: threads meeting, not the product's clock)."""
+        give_up = time.monotonic() + GATHER_MAX_SEC
+        while self.waiting:
+            seen = len(self.waiting)
+            left = give_up - time.monotonic()
+            if left <= 0:
+                return
+            self.lock.wait(min(GATHER_GAP_SEC, left))
+            if len(self.waiting) == seen:
+                return
 
 
 _together: dict[tuple[str, str, str], _Together[Any, Any]] = {}

@@ -88,9 +88,10 @@ def receiver() -> Iterator[Receiver]:
 def test_cli_story(local_stack: LocalStackProcess, receiver: Receiver, tmp_path: Path) -> None:
     month = datetime.now(UTC).strftime("%Y-%m")
 
-    # An App of its own, so other tests' triggers never mix into its usage.
+    # An App of its own, so other tests' triggers never mix into its usage; with a quota, so its
+    # direct runs are counted as they are delivered (not minutes later by the scan).
     admin = Cli(tmp_path, local_stack.api_url, admin_key=local_stack.admin_key)
-    created = admin.json("apps", "create", f"cli-e2e-{uuid.uuid4().hex[:8]}")
+    created = admin.json("apps", "create", f"cli-e2e-{uuid.uuid4().hex[:8]}", "--quota", "1000")
     assert created["api_key"].startswith("ek_")
     cli = Cli(tmp_path, local_stack.api_url, api_key=created["api_key"])
 

@@ -1,5 +1,6 @@
-"""Direct runs sent at their creation are counted by the worker: one usage ADD per App and month for
-a batch, never lost when a worker dies, counted twice at most when it dies right after counting."""
+"""Direct runs sent at their creation by an App with a quota are counted by the worker: one usage ADD
+per App and month for a batch, never lost when a worker dies, counted twice at most when it dies right
+after counting."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from edgecron.services import delivery
 from edgecron_testing.harness import call_api, invoke, sqs_event
 from edgecron_testing.inprocess import UsageWrites, app_of_run
 from edgecron_testing.receiver import Receiver, Reply
-from tests.integration.conftest import Pump, drain_queues, new_app
+from tests.integration.conftest import ADMIN_KEY, Pump, drain_queues, new_app
 
 DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:DeliveryDLQ"
 
@@ -30,6 +31,14 @@ def receiver() -> Iterator[Receiver]:
     r = Receiver()
     yield r
     r.close()
+
+
+def _app(name: str) -> tuple[str, str]:
+    """An App with a quota, far from used up: the quota check reads its counters."""
+    app_id, key = new_app(name)
+    resp = call_api("PUT", f"/v1/apps/{app_id}/quota", key=ADMIN_KEY, body={"monthly_quota": 1_000_000})
+    assert resp.status == 200, resp.body
+    return app_id, key
 
 
 def _endpoint(key: str, url: str) -> str:
@@ -54,7 +63,7 @@ def test_a_worker_batch_counts_its_direct_runs_with_one_add(receiver: Receiver, 
     """The batch's runs are all claimed before the first result is written (the receiver holds its
     answers until the ten requests are open at once), so one ADD counts them all. A run claimed after
     a result of its batch was written is counted by a later ADD of the same batch."""
-    app_id, key = new_app("usage-batch")
+    app_id, key = _app("usage-batch")
     receiver.script("/batch", Reply(200, together=10))
     endpoint_id = _endpoint(key, receiver.url("/batch"))
     with UsageWrites(app_id) as writes:
@@ -69,7 +78,7 @@ def test_a_worker_batch_counts_its_direct_runs_with_one_add(receiver: Receiver, 
 
 
 def test_a_direct_run_due_later_is_counted_when_it_is_created(receiver: Receiver, pump: Pump) -> None:
-    _, key = new_app("usage-later")
+    _, key = _app("usage-later")
     _create_run(key, _endpoint(key, receiver.url("/later")), delay_sec=3_600)
     assert _direct(key) == 1
 
@@ -77,7 +86,7 @@ def test_a_direct_run_due_later_is_counted_when_it_is_created(receiver: Receiver
 def test_a_worker_that_dies_before_counting_leaves_the_run_to_be_counted_by_its_successor(
     receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _, key = new_app("usage-died-before")
+    _, key = _app("usage-died-before")
     fixed = clock.FixedClock(datetime.now(UTC))
     clock.set_clock(fixed)
     run_id = _create_run(key, _endpoint(key, receiver.url("/died-before")))
@@ -102,7 +111,7 @@ def test_a_worker_that_dies_between_counting_and_its_result_counts_the_run_twice
 ) -> None:
     """The documented cost of counting before clearing the mark: a crash in that gap bills the run
     twice (never zero times)."""
-    _, key = new_app("usage-died-after")
+    _, key = _app("usage-died-after")
     fixed = clock.FixedClock(datetime.now(UTC))
     clock.set_clock(fixed)
     run_id = _create_run(key, _endpoint(key, receiver.url("/died-after")))
@@ -124,7 +133,7 @@ def test_a_worker_that_dies_between_counting_and_its_result_counts_the_run_twice
 
 
 def test_a_run_cancelled_before_any_worker_took_it_is_counted_once(receiver: Receiver, pump: Pump) -> None:
-    _, key = new_app("usage-cancel")
+    _, key = _app("usage-cancel")
     run_id = _create_run(key, _endpoint(key, receiver.url("/cancel")))
     resp = call_api("POST", f"/v1/task-runs/{run_id}/cancel", key=key)
     assert resp.status == 200, resp.body
@@ -135,7 +144,7 @@ def test_a_run_cancelled_before_any_worker_took_it_is_counted_once(receiver: Rec
 
 
 def test_a_dead_lettered_run_no_worker_counted_is_counted_once(receiver: Receiver) -> None:
-    app_id, key = new_app("usage-poison")
+    app_id, key = _app("usage-poison")
     run_id = _create_run(key, _endpoint(key, receiver.url("/poison")))
     drain_queues()
     message = {

@@ -63,10 +63,11 @@ def new_run(
     fire_at: int | None = None,
     retry_policy_id: str | None = None,
     uncounted: bool = False,
+    counted_by_check: bool = False,
 ) -> TaskRunModel:
     """A pending run; `wake_at_ms` None for a run whose message is sent now (no `wake` entry: the
     scan's check of recent runs finds it if the message is lost); `uncounted` for a billable run its
-    worker counts (data/usage.py)."""
+    worker counts, `counted_by_check` for one the scan's check of recent runs counts (data/usage.py)."""
     if wake_at_ms is None and (ids.ms_of(run_id) or 0) < now_ms - KEY_SETTLE_MS:
         # its id sorts before the runs the scan's check of recent runs may already have passed
         wake_at_ms = max(deliver_at_ms, now_ms) + get_settings().redispatch_after_sec * 1000
@@ -88,6 +89,7 @@ def new_run(
         updated_at=now_ms,
         expires_at=run_expires_at_s(now_ms, deliver_at_ms),
         uncounted=True if uncounted else None,
+        counted_by_check=True if counted_by_check else None,
     )
 
 

@@ -5,7 +5,8 @@ The check reads the App and its usage counters before the trigger is recorded, s
 limit: requests racing each other at the limit may each pass the check and overshoot it by the
 number of concurrent requests, and a direct run sent at its creation is in the counter only once a
 worker has claimed it (data/usage.py), so the runs created in the last seconds before the limit are
-not seen either. Usage counters are atomic and never lose a trigger. The App's quota itself is
+not seen either. (Only an App with a quota has its runs counted by the worker: an App without one has
+them counted by the scan's check of recent runs, minutes later.) Usage counters are atomic and never lose a trigger. The App's quota itself is
 remembered by each container for a few seconds (data/apps.py), so a new quota applies within them."""
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ def remaining(app_id: str, now_ms: int) -> int | None:
     """Triggers left this month (0 when used up), or None when the App has no quota."""
     state = _quota_and_used(app_id, now_ms)
     return None if state is None else max(0, state[0] - state[1])
+
+
+def has_quota(app_id: str) -> bool:
+    """Whether the App has a quota (as remembered by this container)."""
+    app = apps.app_for_quota(app_id)
+    return app is not None and app.monthly_quota is not None
 
 
 def over_quota(app_id: str, now_ms: int) -> bool:

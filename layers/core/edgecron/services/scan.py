@@ -217,7 +217,8 @@ def _check_app(
             yield
         tick.report.runs_checked += len(batch)
         after = batch[-1].run_id
-        if not tick.rebuild:
+        if not tick.rebuild:  # counted before the mark moves past them (a rebuild counts nothing)
+            usage.count_checked(batch)
             run_checks.set_checked_key(app_id, after)
             moved = True
         if len(batch) < CHECK_BATCH:

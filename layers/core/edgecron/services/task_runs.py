@@ -52,6 +52,7 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
     if not endpoint.receives_runs:  # one disabled for failing takes runs: they wait as dead letters
         raise Conflict(f"endpoint {req.endpoint_id} is inactive", "endpoint_id")
     quota.check_quota(app_id, now_ms)
+    prompt = quota.has_quota(app_id)  # counted before the run finishes, where a quota reads it
     deliver_at_ms = now_ms
     if req.deliver_at is not None:
         deliver_at_ms = max(now_ms, clock.to_ms(req.deliver_at))
@@ -70,10 +71,13 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
         # entry, so a lost message is found REDISPATCH_AFTER_SEC after its due time, not later
         wake_at_ms=None if send_now and deliver_at_ms <= now_ms else wake_at,
         now_ms=now_ms,
-        uncounted=send_now,  # its worker counts it; a run due later is counted now
+        # sent now: its worker counts it, or (no quota to see it) the scan's check of recent runs,
+        # which reads it anyway; a run due later is counted now
+        uncounted=send_now and prompt,
+        counted_by_check=send_now and not prompt,
     )
     data.put_new(run)
-    usage.record_trigger(app_id, "direct", now_ms, by_worker=send_now)
+    usage.record_trigger(app_id, "direct", now_ms, counted_later=send_now)
     if send_now:
         send_deliveries([DeliveryMessage(run.run_id, app_id, (deliver_at_ms - now_ms) / 1000)])
     return run

@@ -1,0 +1,122 @@
+"""An App without a quota has its direct runs sent at creation counted by the scan's check of recent
+runs, which reads each of them once anyway: one usage ADD per App and page of the check, none by the
+API or the worker, the counter a few minutes behind (no quota reads it). A check that dies after
+counting and before moving its mark counts those runs again, never none; a check made while the
+queues are rebuilt counts nothing (the next tick does)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from edgecron import clock
+from edgecron.data import run_checks
+from edgecron.services import scan
+from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.inprocess import UsageWrites
+from edgecron_testing.receiver import Receiver
+from tests.integration.conftest import ADMIN_KEY, Pump, new_app
+
+LAG_SEC = 230  # when a run sent at creation is checked (REDISPATCH_AFTER_SEC - LOOKAHEAD_SEC)
+
+
+class ScanDied(BaseException):
+    """Stands for a scan Lambda killed mid-tick."""
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def _endpoint(key: str, url: str) -> str:
+    resp = call_api("POST", "/v1/endpoints", key=key, body={"url": url})
+    assert resp.status == 201, resp.body
+    return str(resp.body["id"])
+
+
+def _create_runs(key: str, endpoint_id: str, n: int) -> None:
+    for _ in range(n):
+        resp = call_api("POST", "/v1/task-runs", key=key, body={"endpoint_id": endpoint_id})
+        assert resp.status == 201, resp.body
+
+
+def _direct(key: str) -> int:
+    return int(call_api("GET", "/v1/usage", key=key).body["direct"])
+
+
+def test_runs_of_an_app_without_a_quota_are_counted_by_the_check_with_one_add(
+    receiver: Receiver, pump: Pump
+) -> None:
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    app_id, key = new_app("usage-check")
+    endpoint_id = _endpoint(key, receiver.url("/counted-later"))
+    with UsageWrites(app_id) as writes:
+        _create_runs(key, endpoint_id, 5)
+        assert pump.deliveries() == 5
+    assert writes.updates == 0  # neither the API nor the worker wrote the counter
+    assert _direct(key) == 0
+    fixed.advance(LAG_SEC)
+    with UsageWrites(app_id) as writes:
+        invoke("scan", {"detail": {}})
+    assert writes.updates == 1
+    assert _direct(key) == 5
+    invoke("scan", {"detail": {}})  # checked once: counted once
+    assert _direct(key) == 5
+
+
+def test_runs_of_an_app_with_a_quota_are_counted_by_their_worker_at_once(
+    receiver: Receiver, pump: Pump
+) -> None:
+    app_id, key = new_app("usage-quota-prompt")
+    assert (
+        call_api("PUT", f"/v1/apps/{app_id}/quota", key=ADMIN_KEY, body={"monthly_quota": 100}).status == 200
+    )
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    _create_runs(key, _endpoint(key, receiver.url("/counted-now")), 3)
+    assert pump.deliveries() == 3
+    assert _direct(key) == 3
+    fixed.advance(LAG_SEC)
+    invoke("scan", {"detail": {}})
+    assert _direct(key) == 3  # the check does not count them again
+
+
+def test_a_check_that_dies_before_moving_its_mark_counts_again_never_none(
+    receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    _, key = new_app("usage-check-died")
+    _create_runs(key, _endpoint(key, receiver.url("/died")), 2)
+    assert pump.deliveries() == 2
+    fixed.advance(LAG_SEC)
+
+    def dies(*_: object) -> None:
+        raise ScanDied
+
+    with monkeypatch.context() as patch:
+        patch.setattr(run_checks, "set_checked_key", dies)
+        with pytest.raises(ScanDied):
+            invoke("scan", {"detail": {}})
+    assert _direct(key) == 2
+    invoke("scan", {"detail": {}})
+    assert _direct(key) == 4  # the documented cost of a crash in that gap
+
+
+def test_a_rebuild_counts_nothing_and_the_next_tick_counts_once(receiver: Receiver, pump: Pump) -> None:
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    _, key = new_app("usage-check-rebuild")
+    _create_runs(key, _endpoint(key, receiver.url("/rebuild")), 2)
+    assert pump.deliveries() == 2
+    fixed.advance(LAG_SEC)
+    scan.run_scan(fixed.now(), rebuild=True)
+    assert _direct(key) == 0
+    invoke("scan", {"detail": {}})
+    assert _direct(key) == 2

@@ -228,19 +228,17 @@ class Pump:
         )
 
 
-class UsageWrites:
-    """Counts the UpdateItem calls on one App's usage counters while the block runs (another test's
-    late worker thread in this process may write its own App's)."""
+class UpdateItemCalls:
+    """Counts the UpdateItem calls on the items of `model`'s table under one `app_id` partition while
+    the block runs (another test's late worker thread in this process may write its own App's)."""
 
-    def __init__(self, app_id: str) -> None:
-        from edgecron.data.models import UsageModel
-
-        self.app_id = app_id
+    def __init__(self, model: Any, partition: str) -> None:
+        self.partition = partition
         self.updates = 0
-        self._table = UsageModel.Meta.table_name
-        self._events = UsageModel._get_connection().connection.client.meta.events
+        self._table = model.Meta.table_name
+        self._events = model._get_connection().connection.client.meta.events
 
-    def __enter__(self) -> UsageWrites:
+    def __enter__(self) -> UpdateItemCalls:
         self._events.register("before-call.dynamodb.UpdateItem", self._seen)
         return self
 
@@ -251,6 +249,13 @@ class UsageWrites:
         body = json.loads(params.get("body") or b"{}")
         if (
             body.get("TableName") == self._table
-            and body.get("Key", {}).get("app_id", {}).get("S") == self.app_id
+            and body.get("Key", {}).get("app_id", {}).get("S") == self.partition
         ):
             self.updates += 1
+
+
+def usage_writes(app_id: str) -> UpdateItemCalls:
+    """The writes of one App's usage counters."""
+    from edgecron.data.models import UsageModel
+
+    return UpdateItemCalls(UsageModel, app_id)

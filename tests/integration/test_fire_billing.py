@@ -15,7 +15,7 @@ from edgecron.data import fires as fire_data
 from edgecron.data import usage as usage_data
 from edgecron.data.models import FireModel
 from edgecron_testing.harness import call_api, invoke, load_event
-from edgecron_testing.inprocess import UsageWrites
+from edgecron_testing.inprocess import usage_writes
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import ADMIN_KEY, new_app
 
@@ -66,7 +66,7 @@ def _setup(
 def test_a_scan_bills_ten_fires_of_one_app_with_five_adds(receiver: Receiver) -> None:
     app_id, key, fire_at, ids = _setup(receiver, "bill-ten", 10)
     clock.set_clock(clock.FixedClock(fire_at))
-    with UsageWrites(app_id) as writes:
+    with usage_writes(app_id) as writes:
         invoke("scan", load_event("scan.json"))
     fires = _fires(ids)
     assert len(fires) == 10

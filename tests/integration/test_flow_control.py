@@ -8,7 +8,6 @@ that dies holding a lease blocks nothing past its claim."""
 from __future__ import annotations
 
 import itertools
-import json
 import time
 import uuid
 from collections import Counter
@@ -26,6 +25,7 @@ from edgecron.data import runs as run_data
 from edgecron.data.flow_control import FLOW_PARTITION, FlowControlModel
 from edgecron.domain import run_states as st
 from edgecron_testing.harness import call_api, delivery_message, invoke, load_function, sqs_event
+from edgecron_testing.inprocess import UpdateItemCalls
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import new_app, queue
 
@@ -331,27 +331,6 @@ def test_leases_asked_for_at_once_never_exceed_the_limit_and_come_back() -> None
     assert flow_data.leases(app_id, ep_id) == {}
 
 
-class _FlowWrites:
-    """The UpdateItem calls on one Endpoint's flow-control item."""
-
-    def __init__(self, app_id: str) -> None:
-        self.partition = FLOW_PARTITION + app_id
-        self.updates = 0
-        self._events = FlowControlModel._get_connection().connection.client.meta.events
-
-    def __enter__(self) -> _FlowWrites:
-        self._events.register("before-call.dynamodb.UpdateItem", self._seen)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._events.unregister("before-call.dynamodb.UpdateItem", self._seen)
-
-    def _seen(self, params: dict[str, Any], **_: object) -> None:
-        body = json.loads(params.get("body") or b"{}")
-        if body.get("Key", {}).get("app_id", {}).get("S") == self.partition:
-            self.updates += 1
-
-
 def test_a_worker_batch_under_an_in_flight_limit_takes_and_gives_back_its_leases_together(
     receiver: Receiver,
 ) -> None:
@@ -364,7 +343,7 @@ def test_a_worker_batch_under_an_in_flight_limit_takes_and_gives_back_its_leases
         "worker", sqs_event([delivery_message(new_run(key, ep["id"]), app_id)], arn)
     )  # makes the lease map
     run_ids = [new_run(key, ep["id"]) for _ in range(10)]
-    with _FlowWrites(app_id) as writes:
+    with UpdateItemCalls(FlowControlModel, FLOW_PARTITION + app_id) as writes:
         invoke("worker", sqs_event([delivery_message(r, app_id) for r in run_ids], arn))
     assert len(receiver.received("/roomy")) == 11
     assert flow_data.leases(app_id, ep["id"]) == {}

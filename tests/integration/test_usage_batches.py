@@ -15,7 +15,7 @@ from edgecron import clock
 from edgecron.data import usage as usage_data
 from edgecron.services import delivery
 from edgecron_testing.harness import call_api, invoke, sqs_event
-from edgecron_testing.inprocess import UsageWrites, app_of_run
+from edgecron_testing.inprocess import app_of_run, usage_writes
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import ADMIN_KEY, Pump, drain_queues, new_app
 
@@ -66,12 +66,12 @@ def test_a_worker_batch_counts_its_direct_runs_with_one_add(receiver: Receiver, 
     app_id, key = _app("usage-batch")
     receiver.script("/batch", Reply(200, together=10))
     endpoint_id = _endpoint(key, receiver.url("/batch"))
-    with UsageWrites(app_id) as writes:
+    with usage_writes(app_id) as writes:
         for _ in range(10):
             _create_run(key, endpoint_id)
     assert writes.updates == 0  # the API does not count a run it sends at once
     assert _direct(key) == 0  # not yet claimed: the soft quota does not see it yet
-    with UsageWrites(app_id) as writes:
+    with usage_writes(app_id) as writes:
         assert pump.once("DeliveryQueue", "worker") == 10
     assert _direct(key) == 10
     assert writes.updates == 1

@@ -15,7 +15,7 @@ from edgecron import clock
 from edgecron.data import run_checks
 from edgecron.services import scan
 from edgecron_testing.harness import call_api, invoke
-from edgecron_testing.inprocess import UsageWrites
+from edgecron_testing.inprocess import usage_writes
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import ADMIN_KEY, Pump, new_app
 
@@ -56,13 +56,13 @@ def test_runs_of_an_app_without_a_quota_are_counted_by_the_check_with_one_add(
     clock.set_clock(fixed)
     app_id, key = new_app("usage-check")
     endpoint_id = _endpoint(key, receiver.url("/counted-later"))
-    with UsageWrites(app_id) as writes:
+    with usage_writes(app_id) as writes:
         _create_runs(key, endpoint_id, 5)
         assert pump.deliveries() == 5
     assert writes.updates == 0  # neither the API nor the worker wrote the counter
     assert _direct(key) == 0
     fixed.advance(LAG_SEC)
-    with UsageWrites(app_id) as writes:
+    with usage_writes(app_id) as writes:
         invoke("scan", {"detail": {}})
     assert writes.updates == 1
     assert _direct(key) == 5

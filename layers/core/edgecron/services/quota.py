@@ -5,9 +5,10 @@ The check reads the App and its usage counters before the trigger is recorded, s
 limit: requests racing each other at the limit may each pass the check and overshoot it by the
 number of concurrent requests, and a direct run sent at its creation is in the counter only once a
 worker has claimed it (data/usage.py), so the runs created in the last seconds before the limit are
-not seen either. (Only an App with a quota has its runs counted by the worker: an App without one has
-them counted by the scan's check of recent runs, minutes later.) Usage counters are atomic and never lose a trigger. The App's quota itself is
-remembered by each container for a few seconds (data/apps.py), so a new quota applies within them."""
+not seen either (an App without a quota has its runs counted by the scan's check of recent runs,
+minutes later: no quota reads them). Usage counters are atomic and never lose a trigger. The App's
+quota itself is remembered by each container for a few seconds (data/apps.py), so a new quota
+applies within them."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
     if not endpoint.receives_runs:  # one disabled for failing takes runs: they wait as dead letters
         raise Conflict(f"endpoint {req.endpoint_id} is inactive", "endpoint_id")
     quota.check_quota(app_id, now_ms)
-    prompt = quota.has_quota(app_id)  # counted before the run finishes, where a quota reads it
+    counted_promptly = quota.has_quota(app_id)  # a quota reads the counter: count within seconds
     deliver_at_ms = now_ms
     if req.deliver_at is not None:
         deliver_at_ms = max(now_ms, clock.to_ms(req.deliver_at))
@@ -73,8 +73,8 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
         now_ms=now_ms,
         # sent now: its worker counts it, or (no quota to see it) the scan's check of recent runs,
         # which reads it anyway; a run due later is counted now
-        uncounted=send_now and prompt,
-        counted_by_check=send_now and not prompt,
+        uncounted=send_now and counted_promptly,
+        counted_by_check=send_now and not counted_promptly,
     )
     data.put_new(run)
     usage.record_trigger(app_id, "direct", now_ms, counted_later=send_now)

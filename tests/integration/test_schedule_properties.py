@@ -37,6 +37,7 @@ from hypothesis.stateful import (
 )
 
 from edgecron import clock
+from edgecron.config import get_settings
 from edgecron.data import attempts as attempt_data
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
@@ -195,7 +196,7 @@ class ScheduleMachine(RuleBasedStateMachine):
         after=hs.booleans(),
     )
     def patch(self, data: hs.DataObject, change: str, crash: int | None, after: bool) -> None:
-        model = self.schedules[data.draw(hs.sampled_from(sorted(self.schedules)))]
+        model = self.schedules[data.draw(hs.sampled_from(list(self.schedules)))]
         body: dict[str, Any] = {
             "cron": {"cron": data.draw(hs.sampled_from(CRONS))},
             "at": {"at": (self.clock.now() + timedelta(seconds=data.draw(hs.integers(0, 90)))).isoformat()},
@@ -209,7 +210,7 @@ class ScheduleMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.schedules))
     @rule(data=hs.data(), crash=crash_at, after=hs.booleans())
     def pause(self, data: hs.DataObject, crash: int | None, after: bool) -> None:
-        model = self.schedules[data.draw(hs.sampled_from(sorted(self.schedules)))]
+        model = self.schedules[data.draw(hs.sampled_from(list(self.schedules)))]
         resp = self._api("POST", f"/v1/schedules/{model.schedule_id}/pause", None, crash, after)
         if resp.status == 200:
             model.paused_returned = True
@@ -217,7 +218,7 @@ class ScheduleMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.schedules))
     @rule(data=hs.data(), crash=crash_at, after=hs.booleans())
     def resume(self, data: hs.DataObject, crash: int | None, after: bool) -> None:
-        model = self.schedules[data.draw(hs.sampled_from(sorted(self.schedules)))]
+        model = self.schedules[data.draw(hs.sampled_from(list(self.schedules)))]
         resp = self._api("POST", f"/v1/schedules/{model.schedule_id}/resume", None, crash, after)
         if resp.status == 200:
             model.paused_returned = False
@@ -231,7 +232,7 @@ class ScheduleMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.schedules))
     @rule(data=hs.data(), crash=crash_at, after=hs.booleans())
     def delete(self, data: hs.DataObject, crash: int | None, after: bool) -> None:
-        model = self.schedules[data.draw(hs.sampled_from(sorted(self.schedules)))]
+        model = self.schedules[data.draw(hs.sampled_from(list(self.schedules)))]
         resp = self._api("DELETE", f"/v1/schedules/{model.schedule_id}", None, crash, after)
         if resp.status in (204, 404):
             model.paused_returned = True
@@ -291,6 +292,17 @@ class ScheduleMachine(RuleBasedStateMachine):
         backend.queues[queue(logical).name]._messages.remove(m)
         return logical, m, run_id
 
+    def _take_all(self) -> list[tuple[str, Any, str]]:
+        """Every message whose delay has elapsed, taken off its queue at once (a drain of workers)."""
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.sqs.models import sqs_backends
+
+        backend = sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
+        messages = self._messages()
+        for logical, m, _ in messages:
+            backend.queues[queue(logical).name]._messages.remove(m)
+        return messages
+
     @rule(
         index=hs.integers(min_value=0, max_value=50),
         drain=hs.booleans(),
@@ -310,8 +322,9 @@ class ScheduleMachine(RuleBasedStateMachine):
                 self.sqs.send_message(QueueUrl=queue(logical).url, MessageBody=m.body)
             finally:
                 self.crasher.disarm()
-        while drain and (taken := self._take(0)) is not None:
-            delivery.deliver(taken[2], app_of_run(taken[2]))
+        while drain and (due := self._take_all()):
+            for _, _, run_id in due:
+                delivery.deliver(run_id, app_of_run(run_id))
         self.check_deliveries()
 
     @rule(index=hs.integers(min_value=0, max_value=50), fault=hs.sampled_from(["lose", "duplicate"]))
@@ -324,6 +337,18 @@ class ScheduleMachine(RuleBasedStateMachine):
         if messages:
             logical, m, _ = messages[index % len(messages)]
             self.sqs.send_message(QueueUrl=queue(logical).url, MessageBody=m.body)
+
+    def teardown(self) -> None:
+        """Each example ends as a healthy stack goes on: a clean scan, time past the fires it sent
+        ahead, and workers taking every message; the invariants hold at the end too. So every example
+        delivers what its schedules still owe, whatever steps it drew."""
+        if not hasattr(self, "app_id"):
+            return
+        self.scan_tick(None, False)
+        self.clock.advance(get_settings().lookahead_sec + 1)
+        self.worker(0, True, None, False)
+        self.one_fire_per_time_and_no_run_without_its_fire()
+        self.one_attempt_per_http_call()
 
     # -- invariants -------------------------------------------------------------------------------------
 

@@ -314,3 +314,58 @@ def test_a_container_writes_an_apps_cover_once_in_a_while_and_never_moves_it_bac
     run_checks._COVERED.clear()  # another container, whose clock is behind
     run_checks.cover(app_id, now_ms)
     assert stored() == later + run_checks.COVER_MS  # a cover never shrinks
+
+
+def _fire_now(key: str, endpoint_id: str, **extra: object) -> str:
+    """A one-time schedule due at the current (fixed) instant: its run is sent when it is dispatched."""
+    body = {"at": clock.now().isoformat(), "endpoint_ids": [endpoint_id], **extra}
+    resp = call_api("POST", "/v1/schedules", key=key, body=body)
+    assert resp.status == 201, resp.body
+    return str(resp.body["id"])
+
+
+def _schedule_runs(schedule_id: str) -> list[TaskRunModel]:
+    return list(TaskRunModel.scan(TaskRunModel.source_id == schedule_id))
+
+
+def test_a_lost_message_of_a_schedule_run_is_found_by_the_check_and_follows_the_missed_policy(
+    receiver: Receiver, pump: Pump
+) -> None:
+    fixed = clock.FixedClock(datetime.now(UTC).replace(microsecond=0))
+    clock.set_clock(fixed)
+    _, key = new_app("schedule-check")
+    kept = _fire_now(key, _endpoint(key, receiver.url("/lost-fire-run-once")), missed_policy="RUN_ONCE")
+    skipped = _fire_now(key, _endpoint(key, receiver.url("/lost-fire-skip")), missed_policy="SKIP")
+    runs = _schedule_runs(kept) + _schedule_runs(skipped)
+    assert len(runs) == 2 and all(r.wake_shard is None and r.wake_at is None for r in runs)  # no entries
+    drain_queues()  # both messages are lost
+    fixed.advance(LAG_SEC - 1)
+    assert _scan()["runs_checked"] == 0  # its message may still be on its way
+    fixed.advance(1)
+    report = _scan()
+    assert report["runs_checked"] == 2, report
+    assert pump.deliveries() == 1
+    assert len(receiver.received("/lost-fire-run-once")) == 1  # RUN_ONCE: delivered late, once
+    assert receiver.received("/lost-fire-skip") == []  # SKIP: the fire is recorded missed
+    assert {r.status for r in _schedule_runs(skipped)} == {"cancelled"}
+    fires = call_api("GET", f"/v1/schedules/{skipped}/fires", key=key).body["data"]
+    assert [f["status"] for f in fires] == ["MISSED"]
+
+
+def test_a_jittered_fire_keeps_the_wake_entries_of_its_runs(receiver: Receiver) -> None:
+    """Its runs are due after the time their ids sort by, so the check would reach them too early."""
+    clock.set_clock(clock.FixedClock(datetime.now(UTC).replace(microsecond=0)))
+    _, key = new_app("schedule-jitter")
+    ep = _endpoint(key, receiver.url("/jittered"))
+    resp = call_api(
+        "POST",
+        "/v1/schedules",
+        key=key,
+        body={"cron": "*/10 * * * * *", "endpoint_ids": [ep], "jitter_sec": 5},
+    )
+    assert resp.status == 201, resp.body
+    runs = _schedule_runs(str(resp.body["id"]))
+    assert runs
+    for run in runs:
+        jittered = int(run.deliver_at) != int(run.fire_at or 0)
+        assert (run.wake_shard is not None) == jittered, (run.deliver_at, run.fire_at)

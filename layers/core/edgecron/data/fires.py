@@ -260,6 +260,21 @@ def all_counted(fire: FireModel) -> bool:
     return fire.started_at is not None and int(fire.settled_runs or 0) >= int(fire.run_count or 0)
 
 
+def settled_by_its_run(fire: FireModel) -> bool:
+    """A Fire with one run at a listed Endpoint and no overlap policy: its status is its run's, so
+    the run's worker settles it without reading it first (settle_from_run)."""
+    return not fire.paged and fire.overlap is None and len(fire.run_ids or ()) == 1
+
+
+def settle_from_run(
+    schedule_id: str, fire_at_ms: int, status: str, now_ms: int, error: str | None
+) -> FireModel | None:
+    """Settle a Fire its only run decides, without reading it; the settled Fire (as the write
+    returned it), or None if it was settled already."""
+    fire = M(schedule_id=schedule_id, fire_at=fire_at_ms)
+    return fire if settle(fire, status, now_ms, error) else None
+
+
 def settle(fire: FireModel, status: str, now_ms: int, error: str | None) -> bool:
     """Move a Fire to its final status once; only the winner counts it toward auto-pause."""
     actions: list[Any] = [M.status.set(status), M.finished_at.set(now_ms), M.open_shard.remove()]

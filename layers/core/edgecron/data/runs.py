@@ -64,6 +64,7 @@ def new_run(
     retry_policy_id: str | None = None,
     uncounted: bool = False,
     counted_by_check: bool = False,
+    settles_fire: bool = False,
 ) -> TaskRunModel:
     """A pending run; `wake_at_ms` None for a run whose message is sent now (no `wake` entry: the
     scan's check of recent runs finds it if the message is lost); `uncounted` for a billable run its
@@ -90,6 +91,7 @@ def new_run(
         expires_at=run_expires_at_s(now_ms, deliver_at_ms),
         uncounted=True if uncounted else None,
         counted_by_check=True if counted_by_check else None,
+        settles_fire=True if settles_fire else None,
     )
 
 
@@ -145,7 +147,8 @@ def put_new(run: TaskRunModel, *, legacy_id: str | None = None) -> bool:
         if legacy_id and legacy_id != run.run_id and get(run.app_id, legacy_id, consistent=True) is not None:
             return False
     if run.wake_shard is None and run.status not in st.TERMINAL:  # only the check finds it if lost
-        run_checks.cover(run.app_id, int(run.created_at))
+        # the check walks runs by the time their ids sort by: a schedule run's is its fire time
+        run_checks.cover(run.app_id, max(int(run.created_at), ids.ms_of(run.run_id) or 0))
     return save_if(run, M.run_id.does_not_exist())
 
 

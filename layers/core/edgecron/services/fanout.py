@@ -289,7 +289,7 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
 
 def _create_fire_runs(schedule: ScheduleModel, fire: FireModel, endpoint_ids: list[str], now_ms: int) -> int:
     fire_at, due = int(fire.fire_at), fire_data.due_ms(fire)
-    _, wake_at = enqueue_plan(due, now_ms)
+    _, wake_at = fire_dispatch.run_plan(fire, now_ms)
     return sum(
         fire_dispatch.put_fire_run(schedule, fire_at, ep, wake_at, now_ms, due_ms=due) for ep in endpoint_ids
     )

@@ -263,10 +263,11 @@ def _dispatch_listed(schedule: ScheduleModel, fire: FireModel, created: bool, no
     delivered or under way ignores the second message."""
     fire_at_ms = int(fire.fire_at)
     due_ms = fire_data.due_ms(fire)
-    send_now, wake_at = enqueue_plan(due_ms, now_ms)
+    send_now, wake_at = run_plan(fire, now_ms)
     messages = []
+    alone = fire_data.settled_by_its_run(fire)
     for endpoint_id, run_id in zip(fire.endpoint_ids, fire.run_ids, strict=True):
-        put_fire_run(schedule, fire_at_ms, endpoint_id, wake_at, now_ms, due_ms=due_ms)
+        put_fire_run(schedule, fire_at_ms, endpoint_id, wake_at, now_ms, due_ms=due_ms, settles_fire=alone)
         messages.append(DeliveryMessage(run_id, schedule.app_id, due_ms=due_ms))
     current = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True)
     if (
@@ -295,14 +296,26 @@ def _edited_away(current: ScheduleModel, fire_at_ms: int, now_ms: int) -> bool:
     return next_after_ms(current, fire_at_ms - 1000) != fire_at_ms
 
 
+def run_plan(fire: FireModel, now_ms: int) -> tuple[bool, int | None]:
+    """(send now?, wake time) of the Fire's runs. Runs sent now and due at the fire time get no
+    `wake` entry: their ids sort by the fire time, so the scan's check of recent runs reaches one
+    when its entry would have woken it (REDISPATCH_AFTER_SEC after its due time, less the look-ahead)
+    and finds a lost message then, which follows the missed-fire policy. The runs of a jittered or
+    admitted Fire are due after the time their ids sort by, and keep the entry."""
+    due = fire_data.due_ms(fire)
+    send_now, wake_at = enqueue_plan(due, now_ms)
+    return send_now, None if send_now and due == int(fire.fire_at) else wake_at
+
+
 def put_fire_run(
     schedule: ScheduleModel,
     fire_at_ms: int,
     endpoint_id: str,
-    wake_at_ms: int,
+    wake_at_ms: int | None,
     now_ms: int,
     *,
     due_ms: int | None = None,
+    settles_fire: bool = False,
 ) -> bool:
     """The Task Run of one fire at one Endpoint (listed or fanned out), unless it exists; True if
     this call created it. It is due at `due_ms` (the Fire's jittered or admitted time), else at
@@ -319,6 +332,7 @@ def put_fire_run(
         now_ms=now_ms,
         fire_at=fire_at_ms,
         retry_policy_id=schedule.retry_policy_id,
+        settles_fire=settles_fire,
     )
     return run_data.put_new(
         run, legacy_id=fire_data.legacy_run_id(schedule.schedule_id, fire_at_ms, endpoint_id)

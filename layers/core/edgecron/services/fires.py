@@ -36,6 +36,13 @@ def run_settled(run: TaskRunModel, status: str, now_ms: int) -> None:
     """Called when a schedule run reaches a terminal state."""
     if run.source_id is None or run.fire_at is None:
         return
+    final = fire_status([status]) if run.settles_fire else None
+    if final is not None:  # the Fire's only run: its status is the Fire's, no read needed
+        error = run.last_error if status in (st.FAILED, st.DEAD_LETTER) else None
+        settled = fire_data.settle_from_run(run.source_id, int(run.fire_at), final, now_ms, error)
+        if settled is not None:
+            after_settle(settled, final, now_ms, error)
+        return
     fire = fire_data.get(run.source_id, int(run.fire_at))
     if fire is None or fire.status not in fire_data.OPEN:
         return

@@ -253,7 +253,8 @@ def check_one(run: TaskRunModel, tick: _Tick) -> None:
     redispatch_ms = tick.settings.redispatch_after_sec * 1000
     wake = int(run.deliver_at) + redispatch_ms
     woken = tick.rebuild or wake <= tick.horizon
-    if run.status in st.WAITING and woken and run.deliver_at <= tick.horizon:
+    late_fire = fire_pipeline.is_late_first_delivery(run, tick.now_ms)  # the missed-fire policy decides
+    if run.status in st.WAITING and woken and run.deliver_at <= tick.horizon and not late_fire:
         if run_data.watch(run, tick.now_ms + redispatch_ms, enqueued_at=tick.now_ms):
             tick.report.runs_watched += 1
             tick.handled.add(run.run_id)

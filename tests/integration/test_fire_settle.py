@@ -1,0 +1,96 @@
+"""A Fire follows its runs. The only run of a Fire bound to one Endpoint decides the Fire's status
+alone, so its worker settles the Fire without reading it first; a Fire with several runs is read and
+settles when the last of them is final."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from edgecron import clock
+from edgecron.data import schedules as schedule_data
+from edgecron.data.models import FireModel, TaskRunModel
+from edgecron_testing.harness import call_api, new_endpoint, new_schedule
+from edgecron_testing.inprocess import Pump, new_app
+from edgecron_testing.receiver import Receiver, Reply
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+class FireReads:
+    """Counts the GetItem calls on the Fires table while the block runs."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self._events = FireModel._get_connection().connection.client.meta.events
+
+    def __enter__(self) -> FireReads:
+        self._events.register("before-call.dynamodb.GetItem", self._seen)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._events.unregister("before-call.dynamodb.GetItem", self._seen)
+
+    def _seen(self, params: dict[str, Any], **_: object) -> None:
+        if json.loads(params.get("body") or b"{}").get("TableName") == FireModel.Meta.table_name:
+            self.reads += 1
+
+
+def _fire_now(key: str, endpoint_ids: list[str]) -> str:
+    return str(new_schedule(key, at=clock.now().isoformat(), endpoint_ids=endpoint_ids)["id"])
+
+
+def _fire(schedule_id: str) -> FireModel:
+    fires = list(FireModel.query(schedule_id, consistent_read=True))
+    assert len(fires) == 1
+    return fires[0]
+
+
+def test_the_only_run_of_a_fire_settles_it_without_reading_it(receiver: Receiver, pump: Pump) -> None:
+    clock.set_clock(clock.FixedClock(datetime.now(UTC).replace(microsecond=0)))
+    _, key = new_app("settle-alone")
+    schedule_id = _fire_now(key, [new_endpoint(key, receiver.url("/alone"))])
+    (run,) = TaskRunModel.scan(TaskRunModel.source_id == schedule_id)
+    assert run.settles_fire is True
+    with FireReads() as counted:
+        assert pump.deliveries() == 1
+    assert counted.reads == 0
+    fire = _fire(schedule_id)
+    assert fire.status == "COMPLETED" and fire.finished_at is not None
+
+
+def test_a_failed_only_run_fails_its_fire_with_the_error_and_counts_toward_auto_pause(
+    receiver: Receiver, pump: Pump
+) -> None:
+    clock.set_clock(clock.FixedClock(datetime.now(UTC).replace(microsecond=0)))
+    app_id, key = new_app("settle-alone-failed")
+    receiver.script("/refused", Reply(400))
+    policy = call_api("POST", "/v1/retry-policies", key=key, body={"max_attempts": 1}).body["id"]
+    ep = new_endpoint(key, receiver.url("/refused"), retry_policy_id=policy)
+    schedule_id = _fire_now(key, [ep])
+    assert pump.deliveries() == 1
+    fire = _fire(schedule_id)
+    assert fire.status == "FAILED" and fire.error and "400" in fire.error
+    stored = schedule_data.get(app_id, schedule_id)
+    assert stored is not None and stored.consecutive_failures == 1
+
+
+def test_a_fire_with_two_runs_settles_when_the_second_is_final(receiver: Receiver, pump: Pump) -> None:
+    clock.set_clock(clock.FixedClock(datetime.now(UTC).replace(microsecond=0)))
+    _, key = new_app("settle-two")
+    receiver.script("/slow-second", Reply(503))
+    first, second = new_endpoint(key, receiver.url("/first")), new_endpoint(key, receiver.url("/slow-second"))
+    schedule_id = _fire_now(key, [first, second])
+    runs = list(TaskRunModel.scan(TaskRunModel.source_id == schedule_id))
+    assert len(runs) == 2 and not any(r.settles_fire for r in runs)
+    assert pump.deliveries() == 2  # the second is retried later
+    assert _fire(schedule_id).status == "SCHEDULED"

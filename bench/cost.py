@@ -254,9 +254,10 @@ def _check_recent_runs() -> None:
     scan runs every minute anyway, see the fixed monthly floor)."""
     from edgecron import clock
     from edgecron.config import get_settings
+    from edgecron.data import run_checks
     from edgecron.services import scan
 
-    later = datetime.now(UTC) + timedelta(milliseconds=scan.check_lag_ms(get_settings()) + 5_000)
+    later = datetime.now(UTC) + timedelta(milliseconds=run_checks.check_lag_ms(get_settings()) + 5_000)
     token = ORIGIN.set("scan")
     clock.set_clock(clock.FixedClock(later))
     try:

@@ -21,7 +21,7 @@ from edgecron.domain import run_states as st
 from edgecron.services.scan import CHECK_BATCH
 from edgecron_testing.harness import call_api, invoke
 from edgecron_testing.inprocess import app_of_run
-from edgecron_testing.receiver import Receiver
+from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, drain_queues, new_app
 
 LAG_SEC = 230  # REDISPATCH_AFTER_SEC 300 - LOOKAHEAD_SEC 70: when a run sent at creation is checked
@@ -369,3 +369,38 @@ def test_a_jittered_fire_keeps_the_wake_entries_of_its_runs(receiver: Receiver) 
     for run in runs:
         jittered = int(run.deliver_at) != int(run.fire_at or 0)
         assert (run.wake_shard is not None) == jittered, (run.deliver_at, run.fire_at)
+
+
+def test_a_retry_before_the_check_writes_no_wake_entry_and_a_lost_retry_is_found(
+    receiver: Receiver, pump: Pump
+) -> None:
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    _, key = new_app("retry-check")
+    receiver.script("/flaky", Reply(503), Reply(200))
+    run_id = _create_run(key, _endpoint(key, receiver.url("/flaky")))
+    assert pump.once("DeliveryQueue", "worker") == 1
+    waiting = run_data.get(app_of_run(run_id), run_id, consistent=True)
+    assert waiting is not None and waiting.status == "retry_scheduled"
+    assert waiting.wake_shard is None and waiting.wake_at is None  # the check is still to read it
+    drain_queues()  # the retry's message is lost
+    fixed.advance(LAG_SEC)
+    report = _scan()
+    assert report["runs_checked"] == 1, report  # found: it gets the entry a retry would have had
+    fixed.advance(int((int(waiting.deliver_at) - clock.to_ms(fixed.now())) / 1000) + LAG_SEC + 1)
+    assert _scan()["runs_enqueued"] == 1
+    assert pump.deliveries() == 1
+    assert _status(key, run_id) == "success"
+    assert len(receiver.received("/flaky")) == 2
+
+
+def test_a_retry_the_check_may_have_passed_keeps_a_wake_entry(receiver: Receiver, pump: Pump) -> None:
+    fixed = clock.FixedClock(datetime.now(UTC))
+    clock.set_clock(fixed)
+    _, key = new_app("retry-late")
+    receiver.script("/late-flaky", Reply(503))
+    run_id = _create_run(key, _endpoint(key, receiver.url("/late-flaky")))
+    fixed.advance(LAG_SEC - 50)  # its first attempt comes late (a backlog): the check may be near
+    assert pump.once("DeliveryQueue", "worker") == 1
+    waiting = run_data.get(app_of_run(run_id), run_id, consistent=True)
+    assert waiting is not None and waiting.status == "retry_scheduled" and waiting.wake_shard is not None

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from pynamodb.exceptions import UpdateError
 
+from edgecron import ids
+from edgecron.config import Settings
 from edgecron.data.models import RUNS_CHECKED_MONTH, AppModel, RunsCheckedModel
 from edgecron.data.remembered import Remembered
 
@@ -25,6 +27,24 @@ PAGE = 100  # Apps per batch read of their marks
 COVER_MS = 600_000  # how far ahead a cover reaches
 RENEW_MS = 60_000  # a container writes a new cover when less than this is left of its last one
 _COVERED: Remembered[int] = Remembered()  # App id → the cover this container wrote
+SETTLE_SEC = 150  # a create reads the clock before its put lands: longer than the fan-out's timeout
+LANDED_MS = 60_000  # a write made this long before the check reads the run has landed
+
+
+def check_lag_ms(settings: Settings) -> int:
+    """How old a run sent at its creation is when the scan checks it: as old as it is when the wake
+    time it would have had (due + REDISPATCH_AFTER_SEC) enters the look-ahead window, but at least
+    SETTLE_SEC (unless REDISPATCH_AFTER_SEC itself is shorter), so its put has landed."""
+    redispatch = settings.redispatch_after_sec
+    return min(redispatch, max(redispatch - settings.lookahead_sec, SETTLE_SEC)) * 1000
+
+
+def checked_later(run_id: str, now_ms: int, settings: Settings) -> bool:
+    """Whether the check of recent runs is still to read this run (its id sorts after where the
+    check can be by now, with time for a write made now to land): a run without a `wake` entry that
+    waits for a short retry needs none, since the check finds it then if its message is lost."""
+    id_ms = ids.ms_of(run_id)
+    return id_ms is not None and id_ms + check_lag_ms(settings) - LANDED_MS > now_ms
 
 
 @dataclass(frozen=True)

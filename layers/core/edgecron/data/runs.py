@@ -280,7 +280,7 @@ def _ended_badly_keys(run: TaskRunModel, status: str, now_ms: int) -> list[Any]:
 def schedule_retry(
     run: TaskRunModel,
     due_ms: int,
-    wake_at_ms: int,
+    wake_at_ms: int | None,
     now_ms: int,
     *,
     status_code: int | None,
@@ -289,13 +289,16 @@ def schedule_retry(
     first_attempt: AttemptRecord | None = None,
 ) -> bool:
     """Store the retry (status, due time, wake time) before any message announces it, with the
-    run's first Attempt if given."""
+    run's first Attempt if given. `wake_at_ms` None: a run without a `wake` entry keeps none (the
+    scan's check of recent runs is still to read it)."""
+    wake: list[Any] = (
+        [] if wake_at_ms is None else [M.wake_shard.set(_shard(run.run_id)), M.wake_at.set(wake_at_ms)]
+    )
     actions = [
         M.status.set(st.RETRY_SCHEDULED),
         M.next_retry_at.set(due_ms),
         M.deliver_at.set(due_ms),
-        M.wake_shard.set(_shard(run.run_id)),  # a run sent at creation has no entry yet
-        M.wake_at.set(wake_at_ms),
+        *wake,  # a run sent at creation has no entry yet
         M.claim_token.remove(),
         M.claim_expires_at.remove(),
         M.updated_at.set(now_ms),

@@ -25,6 +25,7 @@ from edgecron.config import get_settings
 from edgecron.data import attempts as attempt_data
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import flow_control as flow_data
+from edgecron.data import run_checks
 from edgecron.data import runs as run_data
 from edgecron.data.expiry import expires_at_s
 from edgecron.data.models import TaskRunModel
@@ -413,7 +414,10 @@ def _conclude(
     if decision.outcome == "retry":
         due_ms = now_ms + int((decision.delay_sec or 1) * 1000)
         direct = (decision.delay_sec or 0) <= MAX_DELAY_SEC
-        wake_ms = due_ms + get_settings().redispatch_after_sec * 1000 if direct else due_ms
+        settings = get_settings()
+        wake_ms: int | None = due_ms + settings.redispatch_after_sec * 1000 if direct else due_ms
+        if direct and run.wake_shard is None and run_checks.checked_later(run.run_id, now_ms, settings):
+            wake_ms = None  # sent at its creation and not yet checked: the check looks after it
         if run_data.schedule_retry(
             run,
             due_ms,

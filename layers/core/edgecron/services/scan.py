@@ -17,6 +17,7 @@ from edgecron.data import queues as queue_data
 from edgecron.data import runs as run_data
 from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import DeliveryMessage, send_deliveries
+from edgecron.data.run_checks import check_lag_ms
 from edgecron.domain import run_states as st
 from edgecron.observability import SCAN_DURATION_MS, logger, millis
 from edgecron.services import fire_pipeline, usage
@@ -31,7 +32,6 @@ from edgecron.services.scan_work import (
 )
 
 CHECK_BATCH = 100  # runs read per query of the check of recent runs
-SETTLE_SEC = 150  # a create reads the clock before its put lands: longer than the fan-out's timeout
 FIRST_CHECK_SEC = 3_600  # an App without a check mark (new, or an upgraded stack): look back this far
 
 
@@ -97,14 +97,6 @@ def dispatch_runs(now: datetime, report: ScanReport, *, rebuild: bool = False) -
     """All of the run side of a tick (the deploy compensation runs it after the schedules)."""
     for _ in run_work(now, report, rebuild=rebuild):
         pass
-
-
-def check_lag_ms(settings: Settings) -> int:
-    """How old a run sent at its creation is when the scan checks it: as old as it is when the wake
-    time it would have had (due + REDISPATCH_AFTER_SEC) enters the look-ahead window, but at least
-    SETTLE_SEC (unless REDISPATCH_AFTER_SEC itself is shorter), so its put has landed."""
-    redispatch = settings.redispatch_after_sec
-    return min(redispatch, max(redispatch - settings.lookahead_sec, SETTLE_SEC)) * 1000
 
 
 def check_runs(now: datetime, report: ScanReport) -> None:

@@ -228,30 +228,42 @@ class Pump:
         )
 
 
-class UpdateItemCalls:
-    """Counts the UpdateItem calls on the items of `model`'s table under one `app_id` partition while
-    the block runs (another test's late worker thread in this process may write its own App's)."""
+class TableCalls:
+    """Counts the `operation` calls (GetItem, UpdateItem, ...) on the items of `model`'s table while the
+    block runs, only those under one `app_id` partition if given (another test's late worker thread in
+    this process may write its own App's)."""
 
-    def __init__(self, model: Any, partition: str) -> None:
+    def __init__(self, model: Any, operation: str, partition: str | None = None) -> None:
         self.partition = partition
-        self.updates = 0
+        self.calls = 0
         self._table = model.Meta.table_name
+        self._event = f"before-call.dynamodb.{operation}"
         self._events = model._get_connection().connection.client.meta.events
 
-    def __enter__(self) -> UpdateItemCalls:
-        self._events.register("before-call.dynamodb.UpdateItem", self._seen)
+    def __enter__(self) -> TableCalls:
+        self._events.register(self._event, self._seen)
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._events.unregister("before-call.dynamodb.UpdateItem", self._seen)
+        self._events.unregister(self._event, self._seen)
 
     def _seen(self, params: dict[str, Any], **_: object) -> None:
         body = json.loads(params.get("body") or b"{}")
-        if (
-            body.get("TableName") == self._table
-            and body.get("Key", {}).get("app_id", {}).get("S") == self.partition
-        ):
-            self.updates += 1
+        if body.get("TableName") != self._table:
+            return
+        if self.partition is None or body.get("Key", {}).get("app_id", {}).get("S") == self.partition:
+            self.calls += 1
+
+
+class UpdateItemCalls(TableCalls):
+    """The UpdateItem calls on one `app_id` partition of `model`'s table (usage counters, flow state)."""
+
+    def __init__(self, model: Any, partition: str) -> None:
+        super().__init__(model, "UpdateItem", partition)
+
+    @property
+    def updates(self) -> int:
+        return self.calls
 
 
 def usage_writes(app_id: str) -> UpdateItemCalls:

@@ -4,10 +4,8 @@ settles when the last of them is final."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
@@ -15,7 +13,7 @@ from edgecron import clock
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
 from edgecron_testing.harness import call_api, new_endpoint, new_schedule
-from edgecron_testing.inprocess import Pump, new_app
+from edgecron_testing.inprocess import Pump, TableCalls, new_app
 from edgecron_testing.receiver import Receiver, Reply
 
 
@@ -24,25 +22,6 @@ def receiver() -> Iterator[Receiver]:
     r = Receiver()
     yield r
     r.close()
-
-
-class FireReads:
-    """Counts the GetItem calls on the Fires table while the block runs."""
-
-    def __init__(self) -> None:
-        self.reads = 0
-        self._events = FireModel._get_connection().connection.client.meta.events
-
-    def __enter__(self) -> FireReads:
-        self._events.register("before-call.dynamodb.GetItem", self._seen)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._events.unregister("before-call.dynamodb.GetItem", self._seen)
-
-    def _seen(self, params: dict[str, Any], **_: object) -> None:
-        if json.loads(params.get("body") or b"{}").get("TableName") == FireModel.Meta.table_name:
-            self.reads += 1
 
 
 def _fire_now(key: str, endpoint_ids: list[str]) -> str:
@@ -61,9 +40,9 @@ def test_the_only_run_of_a_fire_settles_it_without_reading_it(receiver: Receiver
     schedule_id = _fire_now(key, [new_endpoint(key, receiver.url("/alone"))])
     (run,) = TaskRunModel.scan(TaskRunModel.source_id == schedule_id)
     assert run.settles_fire is True
-    with FireReads() as counted:
+    with TableCalls(FireModel, "GetItem") as counted:
         assert pump.deliveries() == 1
-    assert counted.reads == 0
+    assert counted.calls == 0
     fire = _fire(schedule_id)
     assert fire.status == "COMPLETED" and fire.finished_at is not None
 

@@ -348,3 +348,36 @@ def test_a_worker_batch_under_an_in_flight_limit_takes_and_gives_back_its_leases
     assert len(receiver.received("/roomy")) == 11
     assert flow_data.leases(app_id, ep["id"]) == {}
     assert writes.updates <= 4, writes.updates  # two writes each way at most
+
+
+def test_a_hold_after_the_check_of_recent_runs_passed_its_run_keeps_a_wake_entry(
+    fixed: clock.FixedClock, receiver: Receiver
+) -> None:
+    """A run sent at its creation and held back long after it (a backlog came first) may be behind
+    the check's mark: its held message could be lost, so it gets the entry the check would not give."""
+    app_id, key = new_app("flow-late-hold")
+    ep = endpoint(key, receiver.url("/late-hold"), max_in_flight=1)
+    early = new_run(key, ep["id"])
+    late = new_run(key, ep["id"])
+    for run_id in (early, late):
+        stored = run_data.get(app_id, run_id, consistent=True)
+        assert stored is not None and stored.wake_shard is None  # sent at creation: no entry
+    # held soon after its creation: the check is still to read it, so no entry
+    blocker = run_data.claim(app_id, early, clock.to_ms(clock.now()))
+    assert blocker is not None
+    assert flow_data.acquire_lease(
+        app_id, ep["id"], early, int(blocker.claim_expires_at), 1, clock.to_ms(clock.now())
+    )
+    invoke("worker", sqs_event([delivery_message(late, app_id)], queue("RetryQueue").arn))
+    held = run_data.get(app_id, late, consistent=True)
+    assert held is not None and held.status == st.PENDING and held.wake_shard is None
+    # first taken 200 s after its creation, and held again: past the check's reach, so an entry
+    fixed.advance(200)
+    blocker = run_data.claim(app_id, early, clock.to_ms(clock.now()))
+    assert blocker is not None
+    assert flow_data.acquire_lease(
+        app_id, ep["id"], early, int(blocker.claim_expires_at), 1, clock.to_ms(clock.now())
+    )
+    invoke("worker", sqs_event([delivery_message(late, app_id)], queue("RetryQueue").arn))
+    held = run_data.get(app_id, late, consistent=True)
+    assert held is not None and held.status == st.PENDING and held.wake_shard is not None

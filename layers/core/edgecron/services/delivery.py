@@ -231,16 +231,23 @@ def _wait_for(slot_ms: int) -> bool:
     return True
 
 
+def _check_covers(run: TaskRunModel, now_ms: int) -> bool:
+    """A run without a `wake` entry that the scan's check of recent runs is still to read: a short
+    wait (a retry, a flow-control hold) needs no entry, since the check finds the run if its message is
+    lost. Once the check may have passed the run, the wait writes the entry any other run gets."""
+    return run.wake_shard is None and run_checks.checked_later(run.run_id, now_ms, get_settings())
+
+
 def _hold(run: TaskRunModel, due_ms: int, now_ms: int, *, slot_ms: int | None) -> DeliveryReport:
     """Flow control holds the run back until `due_ms`: its claim is released (not an attempt, not a
     failure) and its message re-sent with the delay, or, beyond the SQS delay range, left to a
     `wake` entry at its due time. A run sent at its creation has no entry and gets none for a short
-    wait (the scan's check of recent runs looks after it), so waiting moves no index key."""
+    wait while the scan's check of recent runs is still to read it, so waiting moves no index key."""
     delay_sec = max(0.0, (due_ms - now_ms) / 1000)
     direct = delay_sec <= MAX_DELAY_SEC
     wake_ms: int | None = due_ms + get_settings().redispatch_after_sec * 1000 if direct else due_ms
-    if direct and run.wake_shard is None:
-        wake_ms = None  # sent at its creation: the check of recent runs looks after it
+    if direct and _check_covers(run, now_ms):
+        wake_ms = None
     if not run_data.release_for_flow(run, due_ms, wake_ms, now_ms, slot_ms=slot_ms):
         logger.warning("run changed while flow control held it", extra={"run_id": run.run_id})
         return DeliveryReport(run.run_id, "skipped")
@@ -414,10 +421,9 @@ def _conclude(
     if decision.outcome == "retry":
         due_ms = now_ms + int((decision.delay_sec or 1) * 1000)
         direct = (decision.delay_sec or 0) <= MAX_DELAY_SEC
-        settings = get_settings()
-        wake_ms: int | None = due_ms + settings.redispatch_after_sec * 1000 if direct else due_ms
-        if direct and run.wake_shard is None and run_checks.checked_later(run.run_id, now_ms, settings):
-            wake_ms = None  # sent at its creation and not yet checked: the check looks after it
+        wake_ms: int | None = due_ms + get_settings().redispatch_after_sec * 1000 if direct else due_ms
+        if direct and _check_covers(run, now_ms):
+            wake_ms = None
         if run_data.schedule_retry(
             run,
             due_ms,

@@ -24,8 +24,8 @@ Policies
   ``left_out`` = the rest.
 * ``next_fire`` = the first fire time at or after ``now`` (so a fire at exactly ``now`` is not
   lost). It is the value to compare-and-set into the schedule (``next_fire_time: old -> new``)
-  when the caller dispatches ``dispatch`` itself in the same step. A caller that prefers the
-  seed's flow (store ``dispatch`` as ``next_fire_time`` and let the normal scan dispatch and
+  when the caller dispatches ``dispatch`` itself in the same step. A caller that prefers to
+  leave the dispatch to the scan (store ``dispatch`` as ``next_fire_time`` and let the normal scan dispatch and
   advance it) stores ``dispatch`` instead; advancing from it gives the same ``next_fire``, because
   no fire time lies between ``dispatch`` and ``now``. For one-time schedules ``next_fire`` is None.
 * ``len(missed) + left_out (+ 1 if dispatch)`` is the exact number of pending fire times.

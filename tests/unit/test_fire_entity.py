@@ -1,4 +1,6 @@
-"""The Fire entity as readers see it: a dispatched Fire that is due reads as RUNNING."""
+"""The Fire entity: what readers see (a dispatched Fire that is due reads as RUNNING) and the
+rules the fire pipeline reads off it (when its runs are due, whether it waits for admission, who
+settles it)."""
 
 from __future__ import annotations
 
@@ -36,3 +38,33 @@ def test_an_undispatched_or_settled_fire_reads_as_stored() -> None:
 def test_a_fire_is_immutable() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         fire().status = FireStatus.FAILED  # type: ignore[misc]
+
+
+def test_runs_are_due_at_the_jittered_time_or_at_a_later_admission() -> None:
+    assert fire().due_ms == FIRE_AT
+    assert fire(due_at=FIRE_AT + 4_000).due_ms == FIRE_AT + 4_000
+    buffered = fire(overlap="BUFFER_ONE", due_at=FIRE_AT + 4_000, admitted_at=FIRE_AT + 60_000)
+    assert buffered.due_ms == FIRE_AT + 60_000
+    assert fire(overlap="SKIP", admitted_at=FIRE_AT - 500).due_ms == FIRE_AT  # admitted early: still its time
+
+
+def test_only_an_open_gated_fire_not_yet_admitted_waits_for_admission() -> None:
+    assert fire(overlap="SKIP").waits_for_admission
+    assert fire(overlap="BUFFER_ONE", status=FireStatus.BUFFERED).waits_for_admission
+    assert not fire(overlap="SKIP", admitted_at=FIRE_AT).waits_for_admission
+    assert not fire(overlap="SKIP", status=FireStatus.SKIPPED).waits_for_admission
+    assert not fire().waits_for_admission  # ALLOW: never gated
+
+
+def test_a_fire_settled_by_its_run_has_one_listed_run_and_no_overlap_policy() -> None:
+    assert fire(endpoint_ids=("ep_1",), run_ids=("run_1",)).settled_by_its_run
+    assert not fire(endpoint_ids=("ep_1", "ep_2"), run_ids=("run_1", "run_2")).settled_by_its_run
+    assert not fire(endpoint_ids=("ep_1",), run_ids=("run_1",), overlap="SKIP").settled_by_its_run
+    assert not fire(paged=True, run_count=1).settled_by_its_run
+
+
+def test_a_broadcast_fire_is_all_counted_once_fanned_out_and_every_run_counted() -> None:
+    assert not fire(paged=True, run_count=3, settled_runs=3).all_counted  # pages still coming
+    assert not fire(paged=True, run_count=3, settled_runs=2, started_at=FIRE_AT).all_counted
+    assert fire(paged=True, run_count=3, settled_runs=3, started_at=FIRE_AT).all_counted
+    assert fire(paged=True, run_count=0, started_at=FIRE_AT).all_counted

@@ -7,7 +7,11 @@ bound to listed Endpoints enters that index only if a run of it waits for a retr
 
 A Fire bound to listed Endpoints keeps their ids and its run ids on the item; a broadcast Fire keeps
 them in FanoutPagesTable, one item per page, and counts them (`run_count`, `page_count`).
-run_id_pages and all_run_ids read both layouts."""
+run_id_pages and all_run_ids read both layouts.
+
+Every function takes and returns the domain's `Fire`; the items, their keys, `open_shard` and
+`expires_at` stay in this module. A write returns the Fire as it stored it, or None when its
+condition failed (someone else won)."""
 
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from edgecron.data.expiry import expires_at_s
 from edgecron.data.keys import alive
 from edgecron.data.models import FanoutPageModel, FireModel, ScheduleModel
 from edgecron.data.paging import Page, query_page
+from edgecron.domain import fires as fire_domain
 from edgecron.domain.fires import Fire
 from edgecron.domain.vocabulary import FireStatus, ScheduleStatus
 
@@ -38,7 +43,7 @@ SCHEDULED, RUNNING, COMPLETED, FAILED, CANCELLED, MISSED, SKIPPED, BUFFERED = (
     FireStatus.SKIPPED,
     FireStatus.BUFFERED,
 )
-OPEN = (SCHEDULED, RUNNING, BUFFERED)
+OPEN = tuple(sorted(fire_domain.OPEN))
 _CONDITION_FAILED = "ConditionalCheckFailed"
 S = ScheduleModel
 
@@ -73,7 +78,7 @@ def create(
     due_at_ms: int | None = None,
     overlap: str | None = None,
     waits_long: bool = False,
-) -> tuple[FireModel, bool]:
+) -> tuple[Fire, bool]:
     """Create the Fire unless it exists (one conditional put: its key is the exactly-once anchor);
     returns (the stored Fire, created?). Whether the schedule may still fire at this time is the
     caller's check (a fresh read before, a re-read before its runs are sent, and the compare-and-set
@@ -108,7 +113,7 @@ def create(
         expires_at=expires_at_s(now_ms),
     )
     if save_if(fire, M.fire_at.does_not_exist()):
-        return fire, True
+        return entity(fire), True
     existing = get(schedule_id, fire_at_ms)
     if existing is None:  # expired and deleted between the two calls: treat as new
         return create(
@@ -128,70 +133,66 @@ def create(
     return existing, False
 
 
-def due_ms(fire: FireModel) -> int:
-    """When the Fire's runs are due: its fire time plus its jitter offset, and for a Fire admitted
-    by its overlap policy after that (a buffered one), its admission."""
-    due = int(fire.due_at) if fire.due_at is not None else int(fire.fire_at)
-    if fire.admitted_at is not None:
-        due = max(due, int(fire.admitted_at))
-    return due
+def _key(fire: Fire) -> FireModel:
+    """The item of a Fire, keys only: a write refreshes it with what it stored."""
+    return M(schedule_id=fire.schedule_id, fire_at=fire.fire_at)
 
 
-def waits_for_admission(fire: FireModel) -> bool:
-    """An open Fire under an overlap policy that has not been let start yet (due later, or buffered)."""
-    return fire.overlap is not None and fire.admitted_at is None and fire.status in OPEN
+def _update(fire: Fire, actions: list[Any], condition: Any) -> Fire | None:
+    row = _key(fire)
+    return entity(row) if update_if(row, actions, condition) else None
 
 
-def admit(fire: FireModel, now_ms: int) -> bool:
-    """Let a gated Fire start (a buffered one is SCHEDULED again); False if it was admitted or
+def admit(fire: Fire, now_ms: int) -> Fire | None:
+    """Let a gated Fire start (a buffered one is SCHEDULED again); None if it was admitted or
     settled meanwhile."""
-    return update_if(
+    return _update(
         fire,
         [M.admitted_at.set(now_ms), M.status.set(SCHEDULED)],
         M.status.is_in(*OPEN) & M.admitted_at.does_not_exist(),
     )
 
 
-def mark_buffered(fire: FireModel) -> bool:
+def mark_buffered(fire: Fire) -> Fire | None:
     """A gated Fire waits behind the schedule's running one (BUFFER_ONE)."""
-    return update_if(
+    return _update(
         fire, [M.status.set(BUFFERED)], M.status.is_in(SCHEDULED, BUFFERED) & M.admitted_at.does_not_exist()
     )
 
 
-def settle_unadmitted(fire: FireModel, status: str, now_ms: int, error: str | None) -> bool:
+def settle_unadmitted(fire: Fire, status: str, now_ms: int, error: str | None) -> Fire | None:
     """Settle a gated Fire that was never admitted (SKIPPED, or CANCELLED while it waited): it has
     no runs to settle from. Fails if it was admitted meanwhile (it then settles from its runs)."""
     actions: list[Any] = [M.status.set(status), M.finished_at.set(now_ms), M.open_shard.remove()]
     if error:
         actions.append(M.error.set(error[:500]))
-    return update_if(fire, actions, M.status.is_in(*OPEN) & M.admitted_at.does_not_exist())
+    return _update(fire, actions, M.status.is_in(*OPEN) & M.admitted_at.does_not_exist())
 
 
-def mark_dispatched(fire: FireModel, now_ms: int) -> None:
+def mark_dispatched(fire: Fire, now_ms: int) -> None:
     """Set `started_at` on a listed Fire written without it (by a release that set it after the
     send), once it is dispatched again, so the scan stops taking it for an interrupted one."""
-    update_if(fire, [M.started_at.set(max(int(fire.fire_at), now_ms))], M.status.is_in(*OPEN))
+    _update(fire, [M.started_at.set(max(fire.fire_at, now_ms))], M.status.is_in(*OPEN))
 
 
-def track_open(fire: FireModel) -> bool:
+def track_open(fire: Fire) -> Fire | None:
     """Put a listed Fire into `open_fire_keys` once it outlives its first attempt (a run waits for a
     retry), so a pause or delete finds it however old it gets; settle takes it out again."""
-    return update_if(
+    return _update(
         fire,
         [M.open_shard.set(open_shard(fire.schedule_id))],
         M.status.is_in(*OPEN) & M.open_shard.does_not_exist(),
     )
 
 
-def get(schedule_id: str, fire_at_ms: int) -> FireModel | None:
+def get(schedule_id: str, fire_at_ms: int) -> Fire | None:
     try:
-        return M.get(schedule_id, fire_at_ms, consistent_read=True)
+        return entity(M.get(schedule_id, fire_at_ms, consistent_read=True))
     except DoesNotExist:
         return None
 
 
-def record_page(fire: FireModel, page: FanoutPageModel, now_ms: int) -> str:
+def record_page(fire: Fire, page: FanoutPageModel, now_ms: int) -> str:
     """Record one fan-out page of a paged Fire with its counters, all or nothing, while the Fire is
     open and its schedule ACTIVE; the last page also marks the Fire dispatched. Returns recorded |
     exists (an earlier delivery recorded it) | stopped (the Fire settled or the schedule was paused
@@ -204,8 +205,8 @@ def record_page(fire: FireModel, page: FanoutPageModel, now_ms: int) -> str:
         M.progress_at.set(now_ms),
     ]
     if not page.more:
-        actions.append(M.started_at.set(max(int(fire.fire_at), now_ms)))
-    owner = M(schedule_id=fire.schedule_id, fire_at=int(fire.fire_at))
+        actions.append(M.started_at.set(max(fire.fire_at, now_ms)))
+    owner = _key(fire)
     reasons = fanout_pages.record(
         page,
         (owner, actions, M.status.is_in(*OPEN) & in_order),
@@ -216,32 +217,32 @@ def record_page(fire: FireModel, page: FanoutPageModel, now_ms: int) -> str:
     if reasons[0] == _CONDITION_FAILED:
         return "exists"
     if any(code == _CONDITION_FAILED for code in reasons[1:]):
-        current = get(fire.schedule_id, int(fire.fire_at))
-        if current is not None and current.status in OPEN and reasons[2] != _CONDITION_FAILED:
+        current = get(fire.schedule_id, fire.fire_at)
+        if current is not None and current.is_open and reasons[2] != _CONDITION_FAILED:
             raise RuntimeError(f"fan-out page {n} of a fire of {fire.schedule_id} is out of order")
         return "stopped"
     raise RuntimeError(f"fan-out page {n} of a fire of {fire.schedule_id} not recorded ({reasons})")
 
 
-def run_pages(fire: FireModel) -> Iterator[list[tuple[str, str]]]:
+def run_pages(fire: Fire) -> Iterator[list[tuple[str, str]]]:
     """(endpoint_id, run_id) of the Fire's Task Runs, at most one fan-out page at a time, in fan-out
     order: the ids listed on the item, or the recorded pages of a broadcast Fire."""
     if not fire.paged:
         if fire.run_ids:
             yield list(zip(fire.endpoint_ids, fire.run_ids, strict=True))
         return
-    owner = fanout_pages.fire_owner(fire.schedule_id, int(fire.fire_at))
+    owner = fanout_pages.fire_owner(fire.schedule_id, fire.fire_at)
     for page in fanout_pages.pages(owner):
-        yield [(ep, run_id(fire.schedule_id, int(fire.fire_at), ep)) for ep in page.endpoint_ids or []]
+        yield [(ep, run_id(fire.schedule_id, fire.fire_at, ep)) for ep in page.endpoint_ids or []]
 
 
-def run_id_pages(fire: FireModel) -> Iterator[list[str]]:
+def run_id_pages(fire: Fire) -> Iterator[list[str]]:
     """The Fire's run ids, at most one fan-out page at a time, in fan-out order."""
     for page in run_pages(fire):
         yield [rid for _, rid in page]
 
 
-def all_run_ids(fire: FireModel) -> list[str] | None:
+def all_run_ids(fire: Fire) -> list[str] | None:
     """Every run id of the Fire, or None while a paged Fire is still being fanned out (more runs
     are coming, so the Fire cannot settle yet)."""
     if fire.paged and fire.started_at is None:
@@ -249,66 +250,58 @@ def all_run_ids(fire: FireModel) -> list[str] | None:
     return run_ids_of(fire)
 
 
-def count_settled_runs(fire: FireModel, n: int = 1) -> bool:
-    """Count `n` runs of a broadcast Fire as final, while it is open; the item is refreshed, so the
-    caller sees whether every run it created is now counted (see all_counted)."""
-    return update_if(fire, [M.settled_runs.add(n)], M.status.is_in(*OPEN))
-
-
-def all_counted(fire: FireModel) -> bool:
-    """Whether a broadcast Fire is fully fanned out and each of its runs was counted final."""
-    return fire.started_at is not None and int(fire.settled_runs or 0) >= int(fire.run_count or 0)
-
-
-def settled_by_its_run(fire: FireModel) -> bool:
-    """A Fire with one run at a listed Endpoint and no overlap policy: its status is its run's, so
-    the run's worker settles it without reading it first (settle_from_run)."""
-    return not fire.paged and fire.overlap is None and len(fire.run_ids or ()) == 1
+def count_settled_runs(fire: Fire, n: int = 1) -> Fire | None:
+    """Count `n` runs of a broadcast Fire as final, while it is open; the Fire as counted shows
+    whether every run it created is now counted (Fire.all_counted)."""
+    return _update(fire, [M.settled_runs.add(n)], M.status.is_in(*OPEN))
 
 
 def settle_from_run(
     schedule_id: str, fire_at_ms: int, status: str, now_ms: int, error: str | None
-) -> FireModel | None:
+) -> Fire | None:
     """Settle a Fire its only run decides, without reading it; the settled Fire (as the write
     returned it), or None if it was settled already."""
-    fire = M(schedule_id=schedule_id, fire_at=fire_at_ms)
-    return fire if settle(fire, status, now_ms, error) else None
+    return _settle(M(schedule_id=schedule_id, fire_at=fire_at_ms), status, now_ms, error)
 
 
-def settle(fire: FireModel, status: str, now_ms: int, error: str | None) -> bool:
+def settle(fire: Fire, status: str, now_ms: int, error: str | None) -> Fire | None:
     """Move a Fire to its final status once; only the winner counts it toward auto-pause."""
+    return _settle(_key(fire), status, now_ms, error)
+
+
+def _settle(row: FireModel, status: str, now_ms: int, error: str | None) -> Fire | None:
     actions: list[Any] = [M.status.set(status), M.finished_at.set(now_ms), M.open_shard.remove()]
     if error:
         actions.append(M.error.set(error[:500]))
-    return update_if(fire, actions, M.status.is_in(*OPEN))
+    return entity(row) if update_if(row, actions, M.status.is_in(*OPEN)) else None
 
 
-def run_ids_of(fire: FireModel) -> list[str]:
+def run_ids_of(fire: Fire) -> list[str]:
     """The ids of the Task Runs the Fire created (or will create, if its dispatch was interrupted)
     so far; a broadcast Fire still being fanned out has more to come (see all_run_ids)."""
     return [rid for page in run_id_pages(fire) for rid in page]
 
 
-def runs_of(fire: FireModel) -> list[tuple[str, str]]:
+def runs_of(fire: Fire) -> list[tuple[str, str]]:
     """(endpoint_id, run_id) of each Task Run of the Fire recorded so far."""
     return [pair for page in run_pages(fire) for pair in page]
 
 
-def open_fires_of(schedule_id: str, *, recent_from_ms: int | None = None) -> Iterator[FireModel]:
+def open_fires_of(schedule_id: str, *, recent_from_ms: int | None = None) -> Iterator[Fire]:
     """The schedule's unsettled Fires (dispatched ahead, running, or waiting for retries). The
     `open_fire_keys` index is eventually consistent and may not show a Fire written a moment ago, so
     those from `recent_from_ms` on are read from the table itself, strongly consistent."""
     seen: set[int] = set()
     if recent_from_ms is not None:
         for fire in open_from(schedule_id, recent_from_ms):
-            seen.add(int(fire.fire_at))
+            seen.add(fire.fire_at)
             yield fire
     keys = M.open_fires.query(open_shard(schedule_id), filter_condition=M.schedule_id == schedule_id)
     for fire in _open_items(key for key in keys if int(key.fire_at) not in seen):
         yield fire
 
 
-def _open_items(keys: Iterator[FireModel]) -> Iterator[FireModel]:
+def _open_items(keys: Iterator[FireModel]) -> Iterator[Fire]:
     """The Fires behind keys read from the keys-only index, still open (the index may lag a settle)."""
     batch: list[tuple[str, int]] = []
     for key in keys:
@@ -320,25 +313,26 @@ def _open_items(keys: Iterator[FireModel]) -> Iterator[FireModel]:
         yield from _still_open(batch)
 
 
-def _still_open(keys: list[tuple[str, int]]) -> Iterator[FireModel]:
+def _still_open(keys: list[tuple[str, int]]) -> Iterator[Fire]:
     found = {(f.schedule_id, int(f.fire_at)): f for f in M.batch_get(keys, consistent_read=True)}
     for key in keys:  # in index order
-        fire = found.get(key)
-        if fire is not None and fire.status in OPEN:
-            yield fire
+        row = found.get(key)
+        if row is not None and row.status in OPEN:
+            yield entity(row)
 
 
-def open_from(schedule_id: str, from_ms: int) -> Iterator[FireModel]:
+def open_from(schedule_id: str, from_ms: int) -> Iterator[Fire]:
     """The schedule's unsettled Fires at or after `from_ms`, read from the table (consistent)."""
-    yield from M.query(
+    rows = M.query(
         schedule_id,
         range_key_condition=M.fire_at >= from_ms,
         filter_condition=M.status.is_in(*OPEN),
         consistent_read=True,
     )
+    yield from (entity(row) for row in rows)
 
 
-def interrupted(shard: str, before_ms: int) -> Iterator[FireModel]:
+def interrupted(shard: str, before_ms: int) -> Iterator[Fire]:
     """Open Fires whose dispatch never completed (a scan crashed between creating and enqueuing)."""
     keys = M.open_fires.query(shard, range_key_condition=M.fire_at < before_ms)
     for fire in _open_items(iter(keys)):
@@ -347,7 +341,7 @@ def interrupted(shard: str, before_ms: int) -> Iterator[FireModel]:
 
 
 def entity(row: FireModel) -> Fire:
-    """The Fire a stored item holds, without its key and index attributes."""
+    """The Fire a stored item holds, without its index and expiry attributes."""
     return Fire(
         schedule_id=row.schedule_id,
         fire_at=int(row.fire_at),
@@ -358,11 +352,17 @@ def entity(row: FireModel) -> Fire:
         run_ids=tuple(row.run_ids or ()),
         paged=bool(row.paged),
         run_count=None if row.run_count is None else int(row.run_count),
+        page_count=None if row.page_count is None else int(row.page_count),
+        settled_runs=None if row.settled_runs is None else int(row.settled_runs),
+        progress_at=None if row.progress_at is None else int(row.progress_at),
         started_at=None if row.started_at is None else int(row.started_at),
         finished_at=None if row.finished_at is None else int(row.finished_at),
         error=row.error,
         manual=bool(row.manual),
         due_at=None if row.due_at is None else int(row.due_at),
+        overlap=row.overlap,
+        admitted_at=None if row.admitted_at is None else int(row.admitted_at),
+        listed_open=row.open_shard is not None,
     )
 
 

@@ -28,7 +28,7 @@ from edgecron.data import fanout_pages
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import EndpointModel, FanoutPageModel, FireModel, ScheduleModel
+from edgecron.data.models import EndpointModel, FanoutPageModel, ScheduleModel
 from edgecron.data.queues import (
     DeliveryMessage,
     send_deliveries,
@@ -41,6 +41,7 @@ from edgecron.domain.endpoints import receives_runs
 from edgecron.domain.event_filters import matches_any
 from edgecron.domain.events import Event
 from edgecron.domain.expiry import is_alive
+from edgecron.domain.fires import Fire
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import logger
 from edgecron.schemas.messages import FanoutBody
@@ -244,7 +245,7 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
     fire = fire_data.get(schedule_id, fire_at)
     if fire is None or fire.app_id != message.app_id or fire.status not in fire_data.OPEN:
         return FanoutReport("skipped")  # settled (cancelled by a pause, failed) or unknown
-    if fire_data.waits_for_admission(fire):
+    if fire.waits_for_admission:
         return FanoutReport("skipped")  # its overlap policy has not let it start
     schedule = schedule_data.get(fire.app_id, schedule_id, consistent=True)
     if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
@@ -270,7 +271,7 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
     elif page.continued:
         return FanoutReport("skipped", len(page.endpoint_ids))
     ids = list(page.endpoint_ids or [])
-    due = fire_data.due_ms(fire)
+    due = fire.due_ms
     send_now, _ = enqueue_plan(due, now_ms)
     if send_now and ids:
         messages = [
@@ -287,8 +288,8 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
     return FanoutReport("done", len(ids), created)
 
 
-def _create_fire_runs(schedule: ScheduleModel, fire: FireModel, endpoint_ids: list[str], now_ms: int) -> int:
-    fire_at, due = int(fire.fire_at), fire_data.due_ms(fire)
+def _create_fire_runs(schedule: ScheduleModel, fire: Fire, endpoint_ids: list[str], now_ms: int) -> int:
+    fire_at, due = fire.fire_at, fire.due_ms
     _, wake_at = fire_dispatch.run_plan(fire, now_ms)
     return sum(
         fire_dispatch.put_fire_run(schedule, fire_at, ep, wake_at, now_ms, due_ms=due) for ep in endpoint_ids
@@ -303,14 +304,14 @@ def _after_last_page(schedule_id: str, fire_at: int, last_ids: list[str], now_ms
     fire = fire_data.get(schedule_id, fire_at)
     if fire is None or fire.status not in fire_data.OPEN:
         return
-    if not int(fire.run_count or 0):
+    if not fire.run_count:
         if fire_data.settle(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS):
             fire_pipeline.after_settle(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS)
         return
     fire_pipeline.settle_if_done(fire, now_ms)
 
 
-def stop_fire(fire: FireModel, unrecorded_run_ids: list[str], now_ms: int) -> None:
+def stop_fire(fire: Fire, unrecorded_run_ids: list[str], now_ms: int) -> None:
     """The schedule was paused or deleted while its Fire was fanned out: no run of it is delivered.
     Runs of recorded pages were cancelled by the pause (or are here); runs of a page that could not
     be recorded are cancelled here; the Fire settles CANCELLED."""
@@ -318,7 +319,7 @@ def stop_fire(fire: FireModel, unrecorded_run_ids: list[str], now_ms: int) -> No
     for run in run_data.get_many(fire.app_id, recorded + unrecorded_run_ids):
         if run.status in st.CANCELLABLE:
             run_data.cancel(run, now_ms, STOPPED)
-    current = fire_data.get(fire.schedule_id, int(fire.fire_at))
+    current = fire_data.get(fire.schedule_id, fire.fire_at)
     if current is not None and current.status in fire_data.OPEN:
         fire_data.settle(current, fire_data.CANCELLED, now_ms, STOPPED)
 

@@ -25,7 +25,7 @@ from edgecron.data import fanout_pages
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import FireModel, ScheduleModel
+from edgecron.data.models import ScheduleModel
 from edgecron.data.queues import (
     MAX_DELAY_SEC,
     DeliveryMessage,
@@ -35,6 +35,7 @@ from edgecron.data.queues import (
 )
 from edgecron.domain import cron, jitter
 from edgecron.domain import run_states as st
+from edgecron.domain.fires import Fire
 from edgecron.domain.vocabulary import OverlapPolicy, ScheduleStatus
 from edgecron.observability import FIRES, count, logger
 from edgecron.services import fires, quota, usage
@@ -85,7 +86,7 @@ def is_broadcast(schedule: ScheduleModel) -> bool:
 
 @dataclass
 class DispatchResult:
-    fire: FireModel | None  # None: refused, the schedule is no longer ACTIVE at this fire time
+    fire: Fire | None  # None: refused, the schedule is no longer ACTIVE at this fire time
     created: bool
     enqueued: int
 
@@ -141,7 +142,7 @@ def dispatch_fire(
     return _go_on(schedule, fire, created, now_ms)
 
 
-def trigger_fire(schedule: ScheduleModel, now_ms: int) -> FireModel | None:
+def trigger_fire(schedule: ScheduleModel, now_ms: int) -> Fire | None:
     """One manual Fire now, outside the cron times, which does not move the schedule. Its fire time
     is the trigger's millisecond, never a whole second (every cron fire time is one), and the next
     free millisecond when another trigger took it: the conditional put keeps two triggers apart.
@@ -204,10 +205,10 @@ def _existing(
     return _go_on(schedule, fire, False, now_ms)
 
 
-def _go_on(schedule: ScheduleModel, fire: FireModel, created: bool, now_ms: int) -> DispatchResult:
+def _go_on(schedule: ScheduleModel, fire: Fire, created: bool, now_ms: int) -> DispatchResult:
     if fire.status not in fire_data.OPEN:
         return DispatchResult(fire, created, 0)  # settled by an earlier attempt
-    if fire_data.waits_for_admission(fire):  # its overlap policy decides at its due time
+    if fire.waits_for_admission:  # its overlap policy decides at its due time
         send_gate(fire, now_ms, near_only=not created)
         return DispatchResult(fire, created, 0)
     if fire.overlap is not None:
@@ -216,7 +217,7 @@ def _go_on(schedule: ScheduleModel, fire: FireModel, created: bool, now_ms: int)
     if fire.paged:
         if fire.started_at is not None:
             return DispatchResult(fire, created, 0)  # fanned out by an earlier attempt
-        last_progress = max(int(fire.created_at), int(fire.progress_at or 0))
+        last_progress = max(fire.created_at, (fire.progress_at or 0))
         if not created and now_ms - last_progress < INTERRUPTED_AFTER_MS:
             return DispatchResult(fire, created, 0)  # the fan-out function is dispatching it
         _fan_out(fire)
@@ -224,48 +225,46 @@ def _go_on(schedule: ScheduleModel, fire: FireModel, created: bool, now_ms: int)
     return _dispatch_listed(schedule, fire, created, now_ms)
 
 
-def send_gate(fire: FireModel, now_ms: int, *, near_only: bool = False) -> None:
+def send_gate(fire: Fire, now_ms: int, *, near_only: bool = False) -> None:
     """Send the message that admits a gated Fire at its due time (the fan-out function decides).
     `near_only`: only if that time is within the look-ahead (the scan's re-drive of one whose
     message was lost sends it again on the tick that sees it due)."""
-    wait_ms = fire_data.due_ms(fire) - now_ms
+    wait_ms = fire.due_ms - now_ms
     if near_only and wait_ms > lookahead_ms():
         return
     delay = min(MAX_DELAY_SEC, max(0, wait_ms // 1000))
-    send_fire_gate(fire.schedule_id, int(fire.fire_at), fire.app_id, delay)
+    send_fire_gate(fire.schedule_id, fire.fire_at, fire.app_id, delay)
 
 
-def start_admitted(
-    schedule: ScheduleModel, fire: FireModel, now_ms: int, *, admitted_now: bool = False
-) -> None:
+def start_admitted(schedule: ScheduleModel, fire: Fire, now_ms: int, *, admitted_now: bool = False) -> None:
     """Deliver a Fire its overlap policy let start: its runs, due at its due time (or at its
     admission, for one that waited), or its fan-out. Idempotent, like any re-drive: runs have
     deterministic ids, a fan-out page is recorded once."""
     if fire.paged:
-        last_progress = max(int(fire.admitted_at or 0), int(fire.progress_at or 0))
+        last_progress = max((fire.admitted_at or 0), (fire.progress_at or 0))
         if fire.started_at is None and (admitted_now or now_ms - last_progress >= INTERRUPTED_AFTER_MS):
             _fan_out(fire)
         return
     _dispatch_listed(schedule, fire, False, now_ms)
 
 
-def _fan_out(fire: FireModel) -> None:
+def _fan_out(fire: Fire) -> None:
     """Hand a broadcast Fire to the fan-out function, from its first page not yet continued."""
-    point = fanout_pages.resume_point(fanout_pages.fire_owner(fire.schedule_id, int(fire.fire_at)))
+    point = fanout_pages.resume_point(fanout_pages.fire_owner(fire.schedule_id, fire.fire_at))
     if point is not None:
         page, cursor = point
-        send_fire_fanout(fire.schedule_id, int(fire.fire_at), fire.app_id, cursor=cursor, page=page)
+        send_fire_fanout(fire.schedule_id, fire.fire_at, fire.app_id, cursor=cursor, page=page)
 
 
-def _dispatch_listed(schedule: ScheduleModel, fire: FireModel, created: bool, now_ms: int) -> DispatchResult:
+def _dispatch_listed(schedule: ScheduleModel, fire: Fire, created: bool, now_ms: int) -> DispatchResult:
     """Create the Fire's runs (each unless it exists), then send them if the schedule, read again,
     still fires at this time. Sent again when a dispatch that died is re-driven: a run already
     delivered or under way ignores the second message."""
-    fire_at_ms = int(fire.fire_at)
-    due_ms = fire_data.due_ms(fire)
+    fire_at_ms = fire.fire_at
+    due_ms = fire.due_ms
     send_now, wake_at = run_plan(fire, now_ms)
     messages = []
-    alone = fire_data.settled_by_its_run(fire)
+    alone = fire.settled_by_its_run
     for endpoint_id, run_id in zip(fire.endpoint_ids, fire.run_ids, strict=True):
         put_fire_run(schedule, fire_at_ms, endpoint_id, wake_at, now_ms, due_ms=due_ms, settles_fire=alone)
         messages.append(DeliveryMessage(run_id, schedule.app_id, due_ms=due_ms))
@@ -296,15 +295,15 @@ def _edited_away(current: ScheduleModel, fire_at_ms: int, now_ms: int) -> bool:
     return next_after_ms(current, fire_at_ms - 1000) != fire_at_ms
 
 
-def run_plan(fire: FireModel, now_ms: int) -> tuple[bool, int | None]:
+def run_plan(fire: Fire, now_ms: int) -> tuple[bool, int | None]:
     """(send now?, wake time) of the Fire's runs. Runs sent now and due at the fire time get no
     `wake` entry: their ids sort by the fire time, so the scan's check of recent runs reaches one
     when its entry would have woken it (REDISPATCH_AFTER_SEC after its due time, less the look-ahead)
     and finds a lost message then, which follows the missed-fire policy. The runs of a jittered or
     admitted Fire are due after the time their ids sort by, and keep the entry."""
-    due = fire_data.due_ms(fire)
+    due = fire.due_ms
     send_now, wake_at = enqueue_plan(due, now_ms)
-    return send_now, None if send_now and due == int(fire.fire_at) else wake_at
+    return send_now, None if send_now and due == fire.fire_at else wake_at
 
 
 def put_fire_run(
@@ -339,7 +338,7 @@ def put_fire_run(
     )
 
 
-def _cancel_runs(fire: FireModel, now_ms: int) -> None:
+def _cancel_runs(fire: Fire, now_ms: int) -> None:
     for run in run_data.get_many(fire.app_id, list(fire.run_ids)):
         if run.status in st.CANCELLABLE:
             run_data.cancel(run, now_ms, STOPPED)

@@ -16,7 +16,8 @@ from __future__ import annotations
 from edgecron import clock
 from edgecron.data import fires as fire_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import FireModel, ScheduleModel
+from edgecron.data.models import ScheduleModel
+from edgecron.domain.fires import Fire
 from edgecron.domain.overlap import Admission, Slot, admit, next_to_start
 from edgecron.domain.vocabulary import OverlapPolicy, ScheduleStatus
 from edgecron.observability import logger
@@ -42,7 +43,7 @@ def admit_due(schedule_id: str, fire_at_ms: int, app_id: str) -> str:
     raise RuntimeError(f"the overlap slot of {schedule_id} kept changing")
 
 
-def _slot(schedule: ScheduleModel) -> tuple[Slot, FireModel | None, FireModel | None]:
+def _slot(schedule: ScheduleModel) -> tuple[Slot, Fire | None, Fire | None]:
     """The schedule's slot as stored, with the Fires it names (read strongly consistent)."""
     running_at = None if schedule.overlap_running_at is None else int(schedule.overlap_running_at)
     buffered_at = None if schedule.overlap_buffered_at is None else int(schedule.overlap_buffered_at)
@@ -52,7 +53,7 @@ def _slot(schedule: ScheduleModel) -> tuple[Slot, FireModel | None, FireModel | 
         running_at=running_at,
         running_open=running is not None and running.status in fire_data.OPEN,
         buffered_at=buffered_at,
-        buffered_waiting=buffered is not None and fire_data.waits_for_admission(buffered),
+        buffered_waiting=buffered is not None and buffered.waits_for_admission,
     )
     return slot, running, buffered
 
@@ -68,7 +69,7 @@ def _admit_once(schedule_id: str, fire_at_ms: int, app_id: str, now_ms: int) -> 
     if fire.admitted_at is not None:  # admitted before: make sure its runs went out
         fire_dispatch.start_admitted(schedule, fire, now_ms)
         return "started"
-    if fire_data.due_ms(fire) > now_ms + EARLY_MS:
+    if fire.due_ms > now_ms + EARLY_MS:
         fire_dispatch.send_gate(fire, now_ms)
         return "early"
     slot, running, _ = _slot(schedule)
@@ -94,24 +95,26 @@ def _admit_once(schedule_id: str, fire_at_ms: int, app_id: str, now_ms: int) -> 
     # the running Fire may have settled after it was read and before this one took its place: its
     # release did not see this one, so look again and take the slot if it is free by now
     if running is not None:
-        current = fire_data.get(schedule_id, int(running.fire_at))
+        current = fire_data.get(schedule_id, running.fire_at)
         if current is None or current.status not in fire_data.OPEN:
             return "retry"
     return "buffered"
 
 
-def _start(schedule: ScheduleModel, fire: FireModel, now_ms: int) -> str:
-    admitted_now = fire_data.admit(fire, now_ms)
-    if not admitted_now:
-        current = fire_data.get(fire.schedule_id, int(fire.fire_at))
-        if current is None or current.status not in fire_data.OPEN or current.admitted_at is None:
+def _start(schedule: ScheduleModel, fire: Fire, now_ms: int) -> str:
+    admitted = fire_data.admit(fire, now_ms)
+    if admitted is None:
+        current = fire_data.get(fire.schedule_id, fire.fire_at)
+        if current is None or not current.is_open or current.admitted_at is None:
             return "ignored"
         fire = current
-    fire_dispatch.start_admitted(schedule, fire, now_ms, admitted_now=admitted_now)
+    else:
+        fire = admitted
+    fire_dispatch.start_admitted(schedule, fire, now_ms, admitted_now=admitted is not None)
     return "started"
 
 
-def release(fire: FireModel, now_ms: int) -> None:
+def release(fire: Fire, now_ms: int) -> None:
     """A Fire admitted under an overlap policy settled: free the schedule's slot, or hand it to the
     buffered Fire and send its admission (unless the schedule stopped: its pause cancels it). The
     fan-out function starts it, like any gated Fire, wherever the settle happened (a worker, the
@@ -119,7 +122,7 @@ def release(fire: FireModel, now_ms: int) -> None:
     if fire.overlap is None or fire.admitted_at is None:
         return
     schedule = schedule_data.get(fire.app_id, fire.schedule_id, consistent=True)
-    fire_at_ms = int(fire.fire_at)
+    fire_at_ms = fire.fire_at
     if (
         schedule is None
         or schedule.overlap_running_at is None
@@ -132,7 +135,7 @@ def release(fire: FireModel, now_ms: int) -> None:
         Slot(
             running_at=fire_at_ms,
             buffered_at=buffered_at,
-            buffered_waiting=buffered is not None and fire_data.waits_for_admission(buffered),
+            buffered_waiting=buffered is not None and buffered.waits_for_admission,
         )
     )
     if not schedule_data.release_slot(schedule, fire_at_ms, start_at, buffered_at):

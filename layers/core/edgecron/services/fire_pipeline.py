@@ -20,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from edgecron.data.models import FireModel, ScheduleModel, TaskRunModel
+from edgecron.data.models import ScheduleModel, TaskRunModel
 from edgecron.data.queues import Backlog
+from edgecron.domain.fires import Fire
 from edgecron.services import fire_dispatch, fire_overlap, fires, schedules_scan
 from edgecron.services.scan_work import Work
 from edgecron.services.schedules_scan import LateReport, ScheduleScanReport
@@ -93,12 +94,12 @@ def settle(run: TaskRunModel, status: str, now_ms: int) -> None:
     fires.run_settled(run, status, now_ms)
 
 
-def settle_if_done(fire: FireModel, now_ms: int) -> str | None:
+def settle_if_done(fire: Fire, now_ms: int) -> str | None:
     """Settle the Fire from its runs if all are final; its final status, or None."""
     return fires.settle_if_done(fire, now_ms)
 
 
-def after_settle(fire: FireModel, final: str, now_ms: int, error: str | None) -> None:
+def after_settle(fire: Fire, final: str, now_ms: int, error: str | None) -> None:
     """Count a Fire settled outside settle() toward its schedule's consecutive failures."""
     fires.after_settle(fire, final, now_ms, error)
 
@@ -109,7 +110,7 @@ def cancel_open(
     reason: str,
     *,
     last_fire_ms: int | None = None,
-    keep: Callable[[FireModel], bool] | None = None,
+    keep: Callable[[Fire], bool] | None = None,
 ) -> int:
     """Cancel the waiting runs of the schedule's open Fires (pause, delete, a timing edit)."""
     return fires.cancel_open(schedule_id, now_ms, reason, last_fire_ms=last_fire_ms, keep=keep)

@@ -11,8 +11,9 @@ from edgecron.data import fires as fire_data
 from edgecron.data import notifications
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import FireModel, TaskRunModel
+from edgecron.data.models import TaskRunModel
 from edgecron.domain import run_states as st
+from edgecron.domain.fires import Fire
 from edgecron.domain.vocabulary import NotificationKind, OperationalEvent, ScheduleStatus
 from edgecron.observability import AUTO_PAUSED, count, logger
 from edgecron.schemas.schedules import PAUSE_REASON_MAX
@@ -47,8 +48,11 @@ def run_settled(run: TaskRunModel, status: str, now_ms: int) -> None:
     if fire is None or fire.status not in fire_data.OPEN:
         return
     # a broadcast Fire counts the run; its runs are read once, when the last one is counted
-    if fire.paged and not (fire_data.count_settled_runs(fire) and fire_data.all_counted(fire)):
-        return
+    if fire.paged:
+        counted = fire_data.count_settled_runs(fire)
+        if counted is None or not counted.all_counted:
+            return
+        fire = counted
     errors = {run.run_id: run.last_error} if run.last_error else None
     settle_if_done(fire, now_ms, known={run.run_id: status}, errors=errors)
 
@@ -79,7 +83,7 @@ def run_final_again(run: TaskRunModel, now_ms: int) -> None:
     fire = fire_data.get(run.source_id, int(run.fire_at))
     if fire is None or fire.status not in fire_data.OPEN:
         return
-    if fire.paged and not fire_data.all_counted(fire):
+    if fire.paged and not fire.all_counted:
         return
     settle_if_done(fire, now_ms)
 
@@ -114,12 +118,12 @@ def run_held_until(run: TaskRunModel, due_ms: int) -> None:
     if not waits_past_recent(int(run.fire_at), due_ms):
         return
     fire = fire_data.get(run.source_id, int(run.fire_at))
-    if fire is not None and fire.open_shard is None:
+    if fire is not None and not fire.listed_open:
         fire_data.track_open(fire)
 
 
 def settle_if_done(
-    fire: FireModel, now_ms: int, known: dict[str, str] | None = None, errors: dict[str, str] | None = None
+    fire: Fire, now_ms: int, known: dict[str, str] | None = None, errors: dict[str, str] | None = None
 ) -> str | None:
     run_ids = fire_data.all_run_ids(fire)
     if run_ids is None:
@@ -149,13 +153,14 @@ def settle_if_done(
         if status in (st.FAILED, st.DEAD_LETTER)
     )
     error = next((e for e in failed_errors if e), None)
-    if not fire_data.settle(fire, final, now_ms, error):
+    settled = fire_data.settle(fire, final, now_ms, error)
+    if settled is None:
         return None
-    after_settle(fire, final, now_ms, error)
+    after_settle(settled, final, now_ms, error)
     return final
 
 
-def after_settle(fire: FireModel, final: str, now_ms: int, error: str | None) -> None:
+def after_settle(fire: Fire, final: str, now_ms: int, error: str | None) -> None:
     """Count a settled Fire toward the schedule's consecutive failures (once per Fire)."""
     schedule = schedule_data.get(fire.app_id, fire.schedule_id)
     if schedule is None:
@@ -188,7 +193,7 @@ def auto_pause_reason(failures: int, error: str | None) -> str:
     return reason[:PAUSE_REASON_MAX]
 
 
-def _auto_paused(fire: FireModel, failures: int, error: str | None, now_ms: int) -> None:
+def _auto_paused(fire: Fire, failures: int, error: str | None, now_ms: int) -> None:
     count(AUTO_PAUSED)
     schedule = schedule_data.get(fire.app_id, fire.schedule_id)
     name = (schedule.name if schedule else None) or fire.schedule_id
@@ -214,7 +219,7 @@ def _auto_paused(fire: FireModel, failures: int, error: str | None, now_ms: int)
     )
     logger.warning("schedule auto-paused", extra={"schedule_id": fire.schedule_id, "failures": failures})
     cancel_open(
-        fire.schedule_id, now_ms, "schedule paused after consecutive failures", last_fire_ms=int(fire.fire_at)
+        fire.schedule_id, now_ms, "schedule paused after consecutive failures", last_fire_ms=fire.fire_at
     )
 
 
@@ -227,7 +232,7 @@ def cancel_open(
     reason: str,
     *,
     last_fire_ms: int | None = None,
-    keep: Callable[[FireModel], bool] | None = None,
+    keep: Callable[[Fire], bool] | None = None,
 ) -> int:
     """Cancel the waiting runs of a schedule's open Fires (dispatched ahead, or waiting for a retry)
     and settle those Fires; runs already in flight finish normally. The open-fires index may not show
@@ -241,7 +246,7 @@ def cancel_open(
     return cancelled
 
 
-def cancel_fire(fire: FireModel, now_ms: int, reason: str) -> int:
+def cancel_fire(fire: Fire, now_ms: int, reason: str) -> int:
     """Cancel a Fire's waiting runs and settle it from its runs. A run its dispatch has not created
     yet is written as cancelled first, so a dispatch still under way cannot create and send it."""
     cancelled = ended = 0
@@ -255,24 +260,24 @@ def cancel_fire(fire: FireModel, now_ms: int, reason: str) -> int:
                     app_id=fire.app_id,
                     endpoint_id=endpoint_id,
                     schedule_id=fire.schedule_id,
-                    fire_at=int(fire.fire_at),
+                    fire_at=fire.fire_at,
                     now_ms=now_ms,
                     reason=reason,
                 )
             elif run.status in st.CANCELLABLE and run_data.cancel(run, now_ms, reason):
                 cancelled += 1
-    counted_runs_ended(fire, cancelled + ended)
+    fire = counted_runs_ended(fire, cancelled + ended)
     # a gated Fire never let start has no runs to settle from (a broadcast one has none at all)
-    if fire_data.waits_for_admission(fire) and fire_data.settle_unadmitted(
-        fire, fire_data.CANCELLED, now_ms, reason
-    ):
+    if fire.waits_for_admission and fire_data.settle_unadmitted(fire, fire_data.CANCELLED, now_ms, reason):
         return cancelled
     settle_if_done(fire, now_ms)
     return cancelled
 
 
-def counted_runs_ended(fire: FireModel, n: int) -> None:
+def counted_runs_ended(fire: Fire, n: int) -> Fire:
     """Runs of a broadcast Fire ended here rather than by a worker (cancelled, missed) are counted
-    too, so the runs still in flight settle the Fire when the last of them finishes."""
+    too, so the runs still in flight settle the Fire when the last of them finishes; the Fire as it
+    is now."""
     if fire.paged and n:
-        fire_data.count_settled_runs(fire, n)
+        return fire_data.count_settled_runs(fire, n) or fire
+    return fire

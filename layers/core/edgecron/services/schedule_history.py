@@ -7,7 +7,7 @@ from typing import Any
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as data
-from edgecron.data.models import FireModel, ScheduleModel, TaskRunModel
+from edgecron.data.models import ScheduleModel, TaskRunModel
 from edgecron.data.paging import Page
 from edgecron.domain.fires import Fire
 
@@ -29,7 +29,6 @@ def fires_page(
     return page, runs
 
 
-def fire_with_runs(row: FireModel) -> tuple[Fire, dict[str, TaskRunModel]]:
+def fire_with_runs(fire: Fire) -> tuple[Fire, dict[str, TaskRunModel]]:
     """One Fire just written (a trigger's) and its Task Runs by id."""
-    fire = fire_data.entity(row)
     return fire, {r.run_id: r for r in run_data.get_many(fire.app_id, list(fire.run_ids))}

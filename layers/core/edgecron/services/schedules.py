@@ -11,9 +11,10 @@ from edgecron import clock, ids
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import retry_policies as policy_data
 from edgecron.data import schedules as data
-from edgecron.data.models import FireModel, ScheduleModel
+from edgecron.data.models import ScheduleModel
 from edgecron.data.queues import send_schedule_dispatch
 from edgecron.domain import cron
+from edgecron.domain.fires import Fire
 from edgecron.domain.vocabulary import OverlapPolicy, ScheduleStatus
 from edgecron.errors import Conflict, NotFound, ParamInvalid
 from edgecron.schemas.schedules import ScheduleCreate, ScheduleUpdate
@@ -183,7 +184,7 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
             schedule_id,
             now_ms,
             "schedule edited: it no longer fires at this time",
-            keep=lambda fire: int(fire.fire_at) <= now_ms or still_fires_at(schedule, int(fire.fire_at)),
+            keep=lambda fire: fire.fire_at <= now_ms or still_fires_at(schedule, fire.fire_at),
         )
     if status == ScheduleStatus.PAUSED:
         return pause(app_id, schedule_id, now)
@@ -259,7 +260,7 @@ def resume(app_id: str, schedule_id: str, now: datetime) -> ScheduleModel:
     raise Conflict("the schedule is changing concurrently; try again", "id")
 
 
-def trigger(app_id: str, schedule_id: str, now: datetime) -> FireModel:
+def trigger(app_id: str, schedule_id: str, now: datetime) -> Fire:
     """Fire once now, outside the cron times: the schedule's next fire time stays where it is, and
     the Fire counts toward auto-pause like any other. A paused or ended schedule does not fire."""
     schedule = get(app_id, schedule_id)

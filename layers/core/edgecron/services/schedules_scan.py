@@ -16,7 +16,7 @@ from edgecron.data import fires as fire_data
 from edgecron.data import queues as queue_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import FireModel, ScheduleModel, TaskRunModel
+from edgecron.data.models import ScheduleModel, TaskRunModel
 from edgecron.domain import run_states as st
 from edgecron.domain.catchup import (
     CatchUpPlan,
@@ -26,6 +26,7 @@ from edgecron.domain.catchup import (
     policy_of,
     split_started,
 )
+from edgecron.domain.fires import Fire
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
 from edgecron.services import fire_dispatch, fires, operational_events, usage
@@ -250,12 +251,12 @@ def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
             yield
 
 
-def redispatch(fire: FireModel, now_ms: int, report: ScheduleScanReport) -> None:
+def redispatch(fire: Fire, now_ms: int, report: ScheduleScanReport) -> None:
     schedule = schedule_data.get(fire.app_id, fire.schedule_id, consistent=True)
     if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
         fires.cancel_fire(fire, now_ms, "schedule deleted or paused")
         return
-    fire_dispatch.dispatch_fire(schedule, int(fire.fire_at), now_ms, fresh=True)
+    fire_dispatch.dispatch_fire(schedule, fire.fire_at, now_ms, fresh=True)
     if not fire.paged and fire.started_at is None and fire.overlap is None:
         fire_data.mark_dispatched(fire, now_ms)
     fires.settle_if_done(fire, now_ms)
@@ -384,7 +385,7 @@ def settle_late_fires(
 MISSED_REASON = "missed: the fire's delivery could not start in time (outage or lost message)"
 
 
-def miss(fire: FireModel | None, runs: list[TaskRunModel], now_ms: int, *, policy: str | None = None) -> bool:
+def miss(fire: Fire | None, runs: list[TaskRunModel], now_ms: int, *, policy: str | None = None) -> bool:
     """Cancel every run of a Fire none of whose runs started and record it MISSED; True if it was.
     A run a worker took meanwhile keeps the Fire open: it settles from its runs' outcomes."""
     cancelled_all = fire is not None and len(runs) == len(fire_data.run_ids_of(fire))
@@ -405,6 +406,6 @@ def miss(fire: FireModel | None, runs: list[TaskRunModel], now_ms: int, *, polic
     if not fire_data.settle(fire, fire_data.MISSED, now_ms, MISSED_REASON):
         return False
     count(MISSED_FIRES)
-    operational_events.fires_missed(fire.app_id, fire.schedule_id, [int(fire.fire_at)], 1, policy, now_ms)
+    operational_events.fires_missed(fire.app_id, fire.schedule_id, [fire.fire_at], 1, policy, now_ms)
     fires.after_settle(fire, fire_data.MISSED, now_ms, MISSED_REASON)
     return True

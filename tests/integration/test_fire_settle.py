@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from edgecron import clock
+from edgecron.data import fires as fire_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
 from edgecron_testing.harness import call_api, new_endpoint, new_schedule
@@ -73,3 +74,26 @@ def test_a_fire_with_two_runs_settles_when_the_second_is_final(receiver: Receive
     assert len(runs) == 2 and not any(r.settles_fire for r in runs)
     assert pump.deliveries() == 2  # the second is retried later
     assert _fire(schedule_id).status == "SCHEDULED"
+
+
+def test_a_fire_an_earlier_release_wrote_with_its_counted_flag_reads_and_settles(
+    receiver: Receiver, pump: Pump
+) -> None:
+    clock.set_clock(clock.FixedClock(datetime.now(UTC).replace(microsecond=0)))
+    _, key = new_app("settle-earlier-item")
+    receiver.script("/later", Reply(503))
+    schedule_id = _fire_now(key, [new_endpoint(key, receiver.url("/later"))])
+    assert pump.deliveries() == 1  # answered 503: the Fire stays open for the retry
+    stored = _fire(schedule_id)
+    client = FireModel._get_connection().connection.client
+    client.update_item(  # the flag earlier releases wrote on every Fire, which nothing reads now
+        TableName=FireModel.Meta.table_name,
+        Key={"schedule_id": {"S": schedule_id}, "fire_at": {"N": str(int(stored.fire_at))}},
+        UpdateExpression="SET #c = :f",
+        ExpressionAttributeNames={"#c": "counted"},
+        ExpressionAttributeValues={":f": {"BOOL": False}},
+    )
+    fire = fire_data.get(schedule_id, int(stored.fire_at))
+    assert fire is not None and fire.is_open
+    assert call_api("POST", f"/v1/schedules/{schedule_id}/pause", key=key).status == 200
+    assert _fire(schedule_id).status == "CANCELLED"

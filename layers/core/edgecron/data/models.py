@@ -232,7 +232,6 @@ class FireModel(Model):
     started_at = NumberAttribute(null=True)
     finished_at = NumberAttribute(null=True)
     error = UnicodeAttribute(null=True)
-    counted = BooleanAttribute(default=False)
     manual = BooleanAttribute(null=True)  # triggered by hand, outside the cron times
     due_at = NumberAttribute(null=True)  # when its runs are due (fire_at + jitter); null: at fire_at
     overlap = UnicodeAttribute(null=True)  # the overlap policy it was created under (null: ALLOW)

@@ -138,8 +138,9 @@ def _key(fire: Fire) -> FireModel:
     return M(schedule_id=fire.schedule_id, fire_at=fire.fire_at)
 
 
-def _update(fire: Fire, actions: list[Any], condition: Any) -> Fire | None:
-    row = _key(fire)
+def _update(fire: Fire | FireModel, actions: list[Any], condition: Any) -> Fire | None:
+    """One conditional write of a Fire (or of the item of its keys): the Fire as stored, or None."""
+    row = _key(fire) if isinstance(fire, Fire) else fire
     return entity(row) if update_if(row, actions, condition) else None
 
 
@@ -163,10 +164,7 @@ def mark_buffered(fire: Fire) -> Fire | None:
 def settle_unadmitted(fire: Fire, status: str, now_ms: int, error: str | None) -> Fire | None:
     """Settle a gated Fire that was never admitted (SKIPPED, or CANCELLED while it waited): it has
     no runs to settle from. Fails if it was admitted meanwhile (it then settles from its runs)."""
-    actions: list[Any] = [M.status.set(status), M.finished_at.set(now_ms), M.open_shard.remove()]
-    if error:
-        actions.append(M.error.set(error[:500]))
-    return _update(fire, actions, M.status.is_in(*OPEN) & M.admitted_at.does_not_exist())
+    return _settle(fire, status, now_ms, error, unadmitted=True)
 
 
 def mark_dispatched(fire: Fire, now_ms: int) -> None:
@@ -266,14 +264,17 @@ def settle_from_run(
 
 def settle(fire: Fire, status: str, now_ms: int, error: str | None) -> Fire | None:
     """Move a Fire to its final status once; only the winner counts it toward auto-pause."""
-    return _settle(_key(fire), status, now_ms, error)
+    return _settle(fire, status, now_ms, error)
 
 
-def _settle(row: FireModel, status: str, now_ms: int, error: str | None) -> Fire | None:
+def _settle(
+    fire: Fire | FireModel, status: str, now_ms: int, error: str | None, *, unadmitted: bool = False
+) -> Fire | None:
     actions: list[Any] = [M.status.set(status), M.finished_at.set(now_ms), M.open_shard.remove()]
     if error:
         actions.append(M.error.set(error[:500]))
-    return entity(row) if update_if(row, actions, M.status.is_in(*OPEN)) else None
+    condition = M.status.is_in(*OPEN)
+    return _update(fire, actions, condition & M.admitted_at.does_not_exist() if unadmitted else condition)
 
 
 def run_ids_of(fire: Fire) -> list[str]:

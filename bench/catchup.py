@@ -65,6 +65,7 @@ def apply_once(env: Env, app_id: str, expression: str, outage: timedelta) -> dic
     from edgecron.data import schedules as schedule_data
     from edgecron.data.models import ScheduleModel
     from edgecron.domain.cron import next_fire, parse_cron
+    from edgecron.domain.schedules import Schedule
     from edgecron.services import schedules_scan
 
     # two days ahead: the runs it creates stay out of every other benchmark's scan window
@@ -73,24 +74,19 @@ def apply_once(env: Env, app_id: str, expression: str, outage: timedelta) -> dic
     start = next_fire(spec, now - outage - timedelta(seconds=1))
     assert start is not None
     now_ms = clock.to_ms(now)
-    schedule = ScheduleModel(
+    schedule = Schedule(
         app_id=app_id,
         schedule_id=ids.new_id("sch", now_ms),
         name="bench catch-up",
         cron=expression,
         timezone="UTC",
-        endpoint_ids=["ep_bench_catchup_none"],  # the run is created; nothing is delivered here
+        endpoint_ids=("ep_bench_catchup_none",),  # the run is created; nothing is delivered here
         payload={"kind": "bench"},
-        status="ACTIVE",
-        missed_policy="RUN_ONCE",
-        consecutive_failures=0,
-        version=1,
         created_at=now_ms - int(outage.total_seconds() * 1000),
         updated_at=now_ms,
         next_fire_at=clock.to_ms(start),
     )
-    schedule.due_shard = schedule_data.shard_for(schedule.schedule_id)
-    schedule_data.put_new(schedule)
+    schedule_data.put_new(schedule)  # ACTIVE with a next fire time: in the due index
     report = schedules_scan.ScheduleScanReport()
     clock.set_clock(clock.FixedClock(now))
     try:
@@ -101,7 +97,9 @@ def apply_once(env: Env, app_id: str, expression: str, outage: timedelta) -> dic
     finally:
         clock.set_clock(clock.SystemClock())
         env.conftest.drain_queues()
-        schedule.update(actions=[ScheduleModel.due_shard.remove(), ScheduleModel.status.set("PAUSED")])
+        ScheduleModel(app_id=app_id, schedule_id=schedule.schedule_id).update(
+            actions=[ScheduleModel.due_shard.remove(), ScheduleModel.status.set("PAUSED")]
+        )
     ddb = usage.total("dynamodb")
     return {
         "missed_recorded": report.missed_recorded,

@@ -243,7 +243,9 @@ def test_a_broadcast_fire_whose_fan_out_died_fails_and_counts_toward_auto_pause(
     schedule_id = call_api("POST", "/v1/schedules", key=key, body={"cron": "0 0 1 1 *"}).body["id"]
     stored = schedule_data.get(app_id, schedule_id)
     assert stored is not None and stored.next_fire_at is not None
-    stored.update(actions=[ScheduleModel.consecutive_failures.set(2)])
+    ScheduleModel(app_id=app_id, schedule_id=schedule_id).update(
+        actions=[ScheduleModel.consecutive_failures.set(2)]
+    )
     fire_at = int(stored.next_fire_at)
     fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))
     invoke("scan", load_event("scan.json"))
@@ -302,7 +304,9 @@ def test_an_auto_pause_from_a_dead_fan_out_cancels_the_runs_of_another_open_broa
     stored = schedule_data.get(app_id, schedule_id)
     assert stored is not None and stored.last_fire_at is not None
     first = int(stored.last_fire_at)  # dispatched by the create: its page 0 is queued
-    stored.update(actions=[ScheduleModel.consecutive_failures.set(2)])
+    ScheduleModel(app_id=app_id, schedule_id=schedule_id).update(
+        actions=[ScheduleModel.consecutive_failures.set(2)]
+    )
     assert pump.once("FanoutQueue", "fanout", batch=1) == 1  # the first Fire's runs exist, waiting
     dropped_deliveries()
     fixed.advance(30)

@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 from edgecron import clock
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, ScheduleModel
+from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron_testing.aws_fidelity import IndexTime
 from edgecron_testing.harness import call_api, invoke, load_event, new_endpoint, new_schedule
@@ -28,20 +29,21 @@ def fixed() -> clock.FixedClock:
     return c
 
 
-def _a_schedule(name: str) -> tuple[ScheduleModel, str]:
+def _a_schedule(name: str) -> tuple[Schedule, str]:
     """An hourly schedule (its first fire, 10:00, is past the look-ahead of a create at 09:00), and
     its App's API key."""
     app_id, key = new_app(name)
     endpoint_id = new_endpoint(key, "http://127.0.0.1:9/due")
     schedule_id = new_schedule(key, cron="0 * * * *", endpoint_ids=[endpoint_id])["id"]
     schedule = schedule_data.get(app_id, schedule_id, consistent=True)
-    assert schedule is not None and schedule.due_shard is not None
+    row = ScheduleModel.get(app_id, schedule_id, consistent_read=True)
+    assert schedule is not None and row.due_shard == schedule_data.shard_for(schedule_id)  # in the index
     assert schedule.next_fire_at == clock.to_ms(T0 + timedelta(hours=1))
     return schedule, key
 
 
-def _due_ids(schedule: ScheduleModel, until_ms: int) -> list[str]:
-    return [s.schedule_id for s in schedule_data.due(str(schedule.due_shard), until_ms)]
+def _due_ids(schedule: Schedule, until_ms: int) -> list[str]:
+    return [s.schedule_id for s in schedule_data.due(schedule_data.shard_for(schedule.schedule_id), until_ms)]
 
 
 def test_the_walk_fetches_each_due_schedule_whole_in_fire_time_order(
@@ -53,7 +55,7 @@ def test_the_walk_fetches_each_due_schedule_whole_in_fire_time_order(
     assert second.next_fire_at == fire_ms
     by_shard: dict[str, list[str]] = {}
     for schedule in (first, second):
-        by_shard.setdefault(str(schedule.due_shard), []).append(schedule.schedule_id)
+        by_shard.setdefault(schedule_data.shard_for(schedule.schedule_id), []).append(schedule.schedule_id)
     for shard, expected in by_shard.items():
         found = list(schedule_data.due(shard, fire_ms))
         assert {s.schedule_id for s in found} >= set(expected)

@@ -464,7 +464,7 @@ def test_a_scan_that_read_a_schedule_before_an_edit_dispatches_the_edited_schedu
     )
     assert edited.status == 200, edited.body
     fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))
-    assert fire_dispatch.dispatch_due(stale, clock.now(), fire_at) == 1
+    assert fire_dispatch.dispatch_due(stale, clock.now(), fire_at).handled == 1
     [fire] = fires_of(created["id"])
     assert list(fire.endpoint_ids) == [new_ep]
     [run] = runs_of(app_id, created["id"])

@@ -12,6 +12,7 @@ from edgecron.domain.attempts import Attempt
 from edgecron.domain.endpoints import Endpoint
 from edgecron.domain.fires import Fire
 from edgecron.domain.retry_policies import RetryPolicy
+from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import (
     ErrorKind,
     FanoutStatus,
@@ -159,7 +160,7 @@ def replay_result(result: Any) -> ReplayResult:
     return ReplayResult(replayed=result.replayed, skipped=result.skipped, has_more=result.has_more)
 
 
-def schedule_out(s: Any, preview: Sequence[int] | None = None) -> ScheduleOut:
+def schedule_out(s: Schedule, preview: Sequence[int] | None = None) -> ScheduleOut:
     fields: dict[str, Any] = {}
     if preview is not None:
         fields["preview"] = [iso_ms(t) or "" for t in preview]

@@ -1,5 +1,7 @@
-"""Schedules. Only ACTIVE schedules with a next fire time carry `due_shard`, so the sparse `due`
-index holds exactly what the scan may have to dispatch; every move of `next_fire_at` is a CAS."""
+"""Schedules. Reads return `Schedule` entities and writes take them; a conditional write returns
+the Schedule as stored, or None when its condition failed. Only ACTIVE schedules with a next fire
+time carry `due_shard`, so the sparse `due` index holds exactly what the scan may have to dispatch;
+the shard is this module's alone, and every move of `next_fire_at` is a CAS."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from edgecron.data.conditional import save_if, update_if
 from edgecron.data.keys import at_version, items_of_entries
 from edgecron.data.models import ScheduleModel
 from edgecron.data.paging import Page, query_page
-from edgecron.domain.vocabulary import ScheduleStatus
+from edgecron.domain.schedules import Schedule
+from edgecron.domain.vocabulary import MissedPolicy, OverlapPolicy, ScheduleStatus
 from edgecron.observability import logger
 
 M = ScheduleModel
@@ -25,50 +28,124 @@ def shard_for(schedule_id: str) -> str:
     return ids.shard_of(schedule_id, get_settings().shards)
 
 
-def get(app_id: str, schedule_id: str, *, consistent: bool = False) -> ScheduleModel | None:
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def to_entity(row: ScheduleModel) -> Schedule:
+    return Schedule(
+        app_id=row.app_id,
+        schedule_id=row.schedule_id,
+        created_at=int(row.created_at),
+        updated_at=int(row.updated_at),
+        name=row.name,
+        cron=row.cron,
+        at=_opt_int(row.at),
+        timezone=row.timezone or "UTC",
+        endpoint_ids=tuple(row.endpoint_ids or ()),
+        payload=row.payload,
+        status=ScheduleStatus(row.status),
+        missed_policy=MissedPolicy(row.missed_policy or MissedPolicy.RUN_ONCE),
+        retry_policy_id=row.retry_policy_id,
+        consecutive_failures=int(row.consecutive_failures or 0),
+        pause_reason=row.pause_reason,
+        start_at=_opt_int(row.start_at),
+        end_at=_opt_int(row.end_at),
+        jitter_sec=_opt_int(row.jitter_sec),
+        overlap_policy=OverlapPolicy(row.overlap_policy) if row.overlap_policy else None,
+        overlap_running_at=_opt_int(row.overlap_running_at),
+        overlap_buffered_at=_opt_int(row.overlap_buffered_at),
+        next_fire_at=_opt_int(row.next_fire_at),
+        finished=bool(row.finished),
+        missed_left_out=int(row.missed_left_out or 0),
+        last_fire_at=_opt_int(row.last_fire_at),
+        version=int(row.version or 0),
+    )
+
+
+def _row(schedule: Schedule) -> ScheduleModel:
+    """The whole item of a Schedule, with the `due_shard` its status and timing call for: the `due`
+    index holds exactly the ACTIVE schedules with a next fire time."""
+    active = schedule.status == ScheduleStatus.ACTIVE and schedule.next_fire_at is not None
+    return M(
+        app_id=schedule.app_id,
+        schedule_id=schedule.schedule_id,
+        name=schedule.name,
+        cron=schedule.cron,
+        at=schedule.at,
+        timezone=schedule.timezone,
+        endpoint_ids=list(schedule.endpoint_ids),
+        payload=schedule.payload,
+        status=str(schedule.status),
+        missed_policy=str(schedule.missed_policy),
+        retry_policy_id=schedule.retry_policy_id,
+        consecutive_failures=schedule.consecutive_failures,
+        pause_reason=schedule.pause_reason,
+        start_at=schedule.start_at,
+        end_at=schedule.end_at,
+        jitter_sec=schedule.jitter_sec,
+        overlap_policy=None if schedule.overlap_policy is None else str(schedule.overlap_policy),
+        overlap_running_at=schedule.overlap_running_at,
+        overlap_buffered_at=schedule.overlap_buffered_at,
+        next_fire_at=schedule.next_fire_at,
+        due_shard=shard_for(schedule.schedule_id) if active else None,
+        finished=schedule.finished,
+        missed_left_out=schedule.missed_left_out,
+        last_fire_at=schedule.last_fire_at,
+        version=schedule.version,
+        created_at=schedule.created_at,
+        updated_at=schedule.updated_at,
+    )
+
+
+def _key(schedule: Schedule) -> ScheduleModel:
+    return M(app_id=schedule.app_id, schedule_id=schedule.schedule_id)
+
+
+def _update(schedule: Schedule, actions: list[Any], condition: Any) -> Schedule | None:
+    """A conditional update: the Schedule as stored after it, or None when the condition failed."""
+    item = _key(schedule)
+    return to_entity(item) if update_if(item, actions, condition) else None
+
+
+def get(app_id: str, schedule_id: str, *, consistent: bool = False) -> Schedule | None:
     try:
-        return M.get(app_id, schedule_id, consistent_read=consistent)
+        return to_entity(M.get(app_id, schedule_id, consistent_read=consistent))
     except DoesNotExist:
         return None
 
 
-def reload(schedule: ScheduleModel) -> bool:
-    """Read the schedule again in place (strongly consistent); False if it was deleted."""
-    try:
-        schedule.refresh(consistent_read=True)
-    except DoesNotExist:
-        return False
-    return True
+def reload(schedule: Schedule) -> Schedule | None:
+    """The schedule read again, strongly consistent; None if it was deleted."""
+    return get(schedule.app_id, schedule.schedule_id, consistent=True)
 
 
-def _sync_due(schedule: ScheduleModel) -> None:
-    """The `due` index holds exactly the ACTIVE schedules with a next fire time: set or clear the
-    shard that puts a schedule in it from its status and timing, on every whole-item write."""
-    active = schedule.status == ScheduleStatus.ACTIVE and schedule.next_fire_at is not None
-    schedule.due_shard = shard_for(schedule.schedule_id) if active else None
+def put_new(schedule: Schedule) -> None:
+    _row(schedule).save(condition=M.schedule_id.does_not_exist())
 
 
-def put_new(schedule: ScheduleModel) -> None:
-    _sync_due(schedule)
-    schedule.save(condition=M.schedule_id.does_not_exist())
-
-
-def save_if_version(schedule: ScheduleModel, version: int) -> bool:
+def save_if_version(schedule: Schedule, version: int) -> bool:
     """Write the whole item if nobody changed it since `version` was read (user edits, pause).
     Sound only because every other write of a schedule moves `version` too."""
-    _sync_due(schedule)
-    return save_if(schedule, at_version(M, version))
+    return save_if(_row(schedule), at_version(M, version))
 
 
-def delete(schedule: ScheduleModel) -> None:
-    schedule.delete()
+def delete(schedule: Schedule) -> None:
+    _key(schedule).delete()
 
 
-def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[ScheduleModel]:
-    return query_page(M, app_id, limit, cursor, newest_first=True)
+def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[Schedule]:
+    page = query_page(M, app_id, limit, cursor, newest_first=True)
+    return Page([to_entity(row) for row in page.items], page.last_key)
 
 
-def due(shard: str, until_ms: int) -> Iterator[ScheduleModel]:
+def due(shard: str, until_ms: int) -> Iterator[Schedule]:
+    """The schedules of `shard` due by `until_ms`, in fire-time order (see `_due_rows`)."""
+    for row in _due_rows(shard, until_ms):
+        yield to_entity(row)
+
+
+def _due_rows(shard: str, until_ms: int) -> Iterator[ScheduleModel]:
     """The schedules of `shard` due by `until_ms`, in fire-time order. The `due_keys` index holds keys
     only, so the schedules are read with consistent batch gets; an entry whose schedule is gone, left
     the index or moved past `until_ms` since (the index lags the table) is left out. While a stack
@@ -102,13 +179,13 @@ def _building(exc: QueryError) -> bool:
 
 
 def advance(
-    schedule: ScheduleModel,
+    schedule: Schedule,
     expected_ms: int,
     next_ms: int | None,
     now_ms: int,
     *,
     extra: list[Any] | None = None,
-) -> bool:
+) -> Schedule | None:
     """CAS `next_fire_at` from the fire just dispatched to the next one; a concurrent scan, catch-up
     or user edit that moved it first wins and this call changes nothing."""
     actions: list[Any] = [
@@ -121,10 +198,10 @@ def advance(
         actions += [M.next_fire_at.remove(), M.due_shard.remove(), *_end_if_windowed(schedule)]
     else:
         actions += [M.next_fire_at.set(next_ms)]
-    return update_if(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == ScheduleStatus.ACTIVE))
+    return _update(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == ScheduleStatus.ACTIVE))
 
 
-def _end_if_windowed(schedule: ScheduleModel) -> list[Any]:
+def _end_if_windowed(schedule: Schedule) -> list[Any]:
     """A cron schedule with an end_at that has no fire time left is ENDED (a PATCH with a later
     end_at makes it ACTIVE again)."""
     if schedule.cron is not None and schedule.end_at is not None:
@@ -171,7 +248,7 @@ def record_outcome(
     return failures, paused
 
 
-def take_slot(schedule: ScheduleModel, fire_at_ms: int, seen_running: int | None) -> bool:
+def take_slot(schedule: Schedule, fire_at_ms: int, seen_running: int | None) -> bool:
     """The fire at `fire_at_ms` starts under the overlap policy: it holds the slot from now on (in
     place of `seen_running`, the holder read, which settled), and is no longer the buffered one.
     Fails when another writer moved the slot since it was read."""
@@ -181,14 +258,14 @@ def take_slot(schedule: ScheduleModel, fire_at_ms: int, seen_running: int | None
         else M.overlap_running_at == seen_running
     )
     actions: list[Any] = [M.overlap_running_at.set(fire_at_ms), M.version.add(1)]
-    if schedule.overlap_buffered_at is not None and int(schedule.overlap_buffered_at) == fire_at_ms:
+    if schedule.overlap_buffered_at == fire_at_ms:
         actions.append(M.overlap_buffered_at.remove())
     return update_if(
-        schedule, actions, M.schedule_id.exists() & (seen | (M.overlap_running_at == fire_at_ms))
+        _key(schedule), actions, M.schedule_id.exists() & (seen | (M.overlap_running_at == fire_at_ms))
     )
 
 
-def buffer_slot(schedule: ScheduleModel, fire_at_ms: int, seen_buffered: int | None) -> bool:
+def buffer_slot(schedule: Schedule, fire_at_ms: int, seen_buffered: int | None) -> bool:
     """The fire at `fire_at_ms` is the one waiting behind the running Fire (in place of
     `seen_buffered`, one read that no longer waits); fails when another took the place first."""
     seen = (
@@ -197,14 +274,14 @@ def buffer_slot(schedule: ScheduleModel, fire_at_ms: int, seen_buffered: int | N
         else M.overlap_buffered_at == seen_buffered
     )
     return update_if(
-        schedule,
+        _key(schedule),
         [M.overlap_buffered_at.set(fire_at_ms), M.version.add(1)],
         M.schedule_id.exists() & (seen | (M.overlap_buffered_at == fire_at_ms)),
     )
 
 
 def release_slot(
-    schedule: ScheduleModel, fire_at_ms: int, start_ms: int | None, seen_buffered: int | None
+    schedule: Schedule, fire_at_ms: int, start_ms: int | None, seen_buffered: int | None
 ) -> bool:
     """The Fire holding the slot settled: hand it to the buffered fire `start_ms` (None: free it,
     and drop a buffered entry that no longer waits). Fails when the slot moved since it was read."""
@@ -217,7 +294,7 @@ def release_slot(
         [M.overlap_running_at.remove()] if start_ms is None else [M.overlap_running_at.set(start_ms)]
     )
     return update_if(
-        schedule,
+        _key(schedule),
         [*running, M.overlap_buffered_at.remove(), M.version.add(1)],
         (M.overlap_running_at == fire_at_ms) & buffered,
     )
@@ -232,14 +309,14 @@ def finish_one_time(app_id: str, schedule_id: str, now_ms: int) -> None:
 
 
 def catch_up_move(
-    schedule: ScheduleModel,
+    schedule: Schedule,
     expected_ms: int,
     next_ms: int | None,
     left_out: int,
     now_ms: int,
     *,
     finish: bool = False,
-) -> bool:
+) -> Schedule | None:
     """CAS after a catch-up: move `next_fire_at` past the missed fire times and count the MISSED
     rows left out by the cap. Fails when a scan, another catch-up or a user edit moved it first."""
     actions: list[Any] = [M.updated_at.set(now_ms), M.version.add(1), M.missed_left_out.add(left_out)]
@@ -249,12 +326,4 @@ def catch_up_move(
         actions.append(M.next_fire_at.set(next_ms))
     if finish:
         actions.append(M.finished.set(True))
-    return update_if(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == ScheduleStatus.ACTIVE))
-
-
-def all_due(until_ms: int, *, first_shard: int = 0) -> Iterator[ScheduleModel]:
-    """Every due schedule, shard by shard from `first_shard` (the scan rotates it so no shard's
-    schedules always come last)."""
-    shards = get_settings().shards
-    for i in range(shards):
-        yield from due(str((first_shard + i) % shards), until_ms)
+    return _update(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == ScheduleStatus.ACTIVE))

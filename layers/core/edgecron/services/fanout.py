@@ -28,7 +28,7 @@ from edgecron.data import fanout_pages
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import EndpointModel, FanoutPageModel, ScheduleModel
+from edgecron.data.models import EndpointModel, FanoutPageModel
 from edgecron.data.queues import (
     DeliveryMessage,
     send_deliveries,
@@ -42,6 +42,7 @@ from edgecron.domain.event_filters import matches_any
 from edgecron.domain.events import Event
 from edgecron.domain.expiry import is_alive
 from edgecron.domain.fires import Fire
+from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import logger
 from edgecron.schemas.messages import FanoutBody
@@ -139,18 +140,15 @@ def _schedule_window(app_id: str, schedule_id: str, until_ms: int) -> FanoutRepo
     whole window. A paused, deleted or already dispatched schedule ends the chain."""
     now = clock.now()
     schedule = schedule_data.get(app_id, schedule_id, consistent=True)
-    if schedule is None or schedule.status != ScheduleStatus.ACTIVE or schedule.next_fire_at is None:
+    if schedule is None or not schedule.is_active or schedule.next_fire_at is None:
         return FanoutReport("skipped")
     horizon = min(until_ms, clock.to_ms(now) + fire_dispatch.lookahead_ms())
-    step = min(horizon, int(schedule.next_fire_at) + WINDOW_STEP_MS - 1)
-    handled = fire_pipeline.dispatch(schedule, now, step)
+    step = min(horizon, schedule.next_fire_at + WINDOW_STEP_MS - 1)
+    done = fire_pipeline.dispatch(schedule, now, step)
+    handled, schedule = done.handled, done.schedule
     if not handled:
         return FanoutReport("skipped")  # another writer moved the schedule: the scan goes on from there
-    if (
-        schedule.status == ScheduleStatus.ACTIVE
-        and schedule.next_fire_at is not None
-        and schedule.next_fire_at <= horizon
-    ):
+    if schedule.is_active and schedule.next_fire_at is not None and schedule.next_fire_at <= horizon:
         send_schedule_dispatch(schedule_id, app_id, until_ms)
         return FanoutReport("page", handled, handled)
     return FanoutReport("done", handled, handled)
@@ -288,7 +286,7 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
     return FanoutReport("done", len(ids), created)
 
 
-def _create_fire_runs(schedule: ScheduleModel, fire: Fire, endpoint_ids: list[str], now_ms: int) -> int:
+def _create_fire_runs(schedule: Schedule, fire: Fire, endpoint_ids: list[str], now_ms: int) -> int:
     fire_at, due = fire.fire_at, fire.due_ms
     _, wake_at = fire_dispatch.run_plan(fire, now_ms)
     return sum(

@@ -25,7 +25,6 @@ from edgecron.data import fanout_pages
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import ScheduleModel
 from edgecron.data.queues import (
     MAX_DELAY_SEC,
     DeliveryMessage,
@@ -36,7 +35,8 @@ from edgecron.data.queues import (
 from edgecron.domain import cron, jitter
 from edgecron.domain import run_states as st
 from edgecron.domain.fires import Fire
-from edgecron.domain.vocabulary import OverlapPolicy, ScheduleStatus
+from edgecron.domain.schedules import Schedule
+from edgecron.domain.vocabulary import OverlapPolicy
 from edgecron.observability import FIRES, count, logger
 from edgecron.services import fires, quota, usage
 from edgecron.services.task_runs import enqueue_plan
@@ -49,11 +49,11 @@ STOPPED = "schedule paused or deleted before the fire was dispatched"
 run_id_for = fire_data.run_id
 
 
-def spec_of(schedule: ScheduleModel) -> cron.CronSpec | None:
+def spec_of(schedule: Schedule) -> cron.CronSpec | None:
     return cron.parse_cron(schedule.cron, schedule.timezone) if schedule.cron else None
 
 
-def next_after_ms(schedule: ScheduleModel, after_ms: int) -> int | None:
+def next_after_ms(schedule: Schedule, after_ms: int) -> int | None:
     """The schedule's next fire strictly after `after_ms` (None for a one-time schedule)."""
     spec = spec_of(schedule)
     if spec is None:
@@ -62,7 +62,7 @@ def next_after_ms(schedule: ScheduleModel, after_ms: int) -> int | None:
     return within_window(schedule, clock.to_ms(nxt) if nxt else None)
 
 
-def within_window(schedule: ScheduleModel, fire_at_ms: int | None) -> int | None:
+def within_window(schedule: Schedule, fire_at_ms: int | None) -> int | None:
     """`fire_at_ms` if it lies inside the schedule's [start_at, end_at] window, else None (a time
     before start_at is never passed: timing starts the search there)."""
     if fire_at_ms is None or (schedule.end_at is not None and fire_at_ms > int(schedule.end_at)):
@@ -70,7 +70,7 @@ def within_window(schedule: ScheduleModel, fire_at_ms: int | None) -> int | None
     return fire_at_ms
 
 
-def overlap_of(schedule: ScheduleModel) -> str | None:
+def overlap_of(schedule: Schedule) -> str | None:
     """The overlap policy a cron fire is created under; None for ALLOW (and one-time schedules,
     whose only fire has nothing to overlap with): such a Fire starts at dispatch, as always."""
     policy = schedule.overlap_policy
@@ -79,34 +79,32 @@ def overlap_of(schedule: ScheduleModel) -> str | None:
     return str(policy)
 
 
-def is_broadcast(schedule: ScheduleModel) -> bool:
-    """Bound to every active Endpoint of the App at fire time (no explicit endpoint_ids)."""
-    return not schedule.endpoint_ids
-
-
 @dataclass
 class DispatchResult:
     fire: Fire | None  # None: refused, the schedule is no longer ACTIVE at this fire time
     created: bool
     enqueued: int
+    schedule: Schedule | None = None  # the schedule as the dispatch read it (None: not read, or gone)
 
     @property
     def refused(self) -> bool:
         return self.fire is None
 
 
-def dispatch_fire(
-    schedule: ScheduleModel, fire_at_ms: int, now_ms: int, *, fresh: bool = False
-) -> DispatchResult:
-    """Steps (a)-(b) for one fire time; idempotent. `schedule` is refreshed in place by the read of
-    (a) unless the caller has just read or written it itself (`fresh`: the scan's re-dispatch of an
-    interrupted Fire, which goes on with the Fire even if the schedule has moved past it)."""
-    alive = fresh or schedule_data.reload(schedule)
-    if not alive or schedule.status != ScheduleStatus.ACTIVE or schedule.next_fire_at != fire_at_ms:
+def dispatch_fire(schedule: Schedule, fire_at_ms: int, now_ms: int, *, fresh: bool = False) -> DispatchResult:
+    """Steps (a)-(b) for one fire time; idempotent. The schedule is read again for (a) unless the
+    caller has just read or written it itself (`fresh`: the scan's re-dispatch of an interrupted
+    Fire, which goes on with the Fire even if the schedule has moved past it); the result carries
+    the copy the dispatch went by."""
+    read = schedule if fresh else schedule_data.reload(schedule)
+    if read is None or not read.fires_next_at(fire_at_ms):
         if not fresh:  # paused or deleted (that cancels its Fires), or moved on by another dispatcher
-            return DispatchResult(None, False, 0)  # (which finished this fire time, or recorded it MISSED)
-        return _existing(schedule if alive else None, schedule.schedule_id, fire_at_ms, now_ms)
-    paged = is_broadcast(schedule)
+            return DispatchResult(
+                None, False, 0, read
+            )  # (which finished this fire time, or recorded it MISSED)
+        return _existing(schedule, schedule.schedule_id, fire_at_ms, now_ms)
+    schedule = read
+    paged = schedule.is_broadcast
     endpoint_ids = [] if paged else list(schedule.endpoint_ids)
     run_ids = [run_id_for(schedule.schedule_id, fire_at_ms, ep) for ep in endpoint_ids]
     status, error = fire_data.SCHEDULED, None
@@ -136,20 +134,22 @@ def dispatch_fire(
         usage.take_back_trigger(schedule.app_id, "schedule", now_ms)
     if created and over_quota:  # not run, not billed, not retried; counts toward auto-pause
         fires.after_settle(fire, fire_data.FAILED, now_ms, error)
-        return DispatchResult(fire, created, 0)
+        return DispatchResult(fire, created, 0, schedule)
     if created:
         count(FIRES)
     return _go_on(schedule, fire, created, now_ms)
 
 
-def trigger_fire(schedule: ScheduleModel, now_ms: int) -> Fire | None:
+def trigger_fire(schedule: Schedule, now_ms: int) -> Fire | None:
     """One manual Fire now, outside the cron times, which does not move the schedule. Its fire time
     is the trigger's millisecond, never a whole second (every cron fire time is one), and the next
     free millisecond when another trigger took it: the conditional put keeps two triggers apart.
     None when the schedule, read fresh, is not ACTIVE."""
-    if not schedule_data.reload(schedule) or schedule.status != ScheduleStatus.ACTIVE:
+    read = schedule_data.reload(schedule)
+    if read is None or not read.is_active:
         return None
-    paged = is_broadcast(schedule)
+    schedule = read
+    paged = schedule.is_broadcast
     endpoint_ids = [] if paged else list(schedule.endpoint_ids)
     over_quota = quota.over_quota(schedule.app_id, now_ms)
     status, error = (fire_data.FAILED, QUOTA_EXCEEDED) if over_quota else (fire_data.SCHEDULED, None)
@@ -189,39 +189,37 @@ def trigger_fire(schedule: ScheduleModel, now_ms: int) -> Fire | None:
     return fire
 
 
-def _existing(
-    schedule: ScheduleModel | None, schedule_id: str, fire_at_ms: int, now_ms: int
-) -> DispatchResult:
+def _existing(schedule: Schedule | None, schedule_id: str, fire_at_ms: int, now_ms: int) -> DispatchResult:
     """The schedule (as just read; None: deleted) no longer fires at this time: no new Fire, but one
     created while it did (by a dispatch that died, or a concurrent one) goes on from where it is, or
     is cancelled if the schedule stopped."""
     fire = fire_data.get(schedule_id, fire_at_ms)
     if fire is None:
-        return DispatchResult(None, False, 0)
-    if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
+        return DispatchResult(None, False, 0, schedule)
+    if schedule is None or not schedule.is_active:
         if fire.status in fire_data.OPEN:
             fires.cancel_fire(fire, now_ms, STOPPED)
-        return DispatchResult(fire, False, 0)
+        return DispatchResult(fire, False, 0, schedule)
     return _go_on(schedule, fire, False, now_ms)
 
 
-def _go_on(schedule: ScheduleModel, fire: Fire, created: bool, now_ms: int) -> DispatchResult:
+def _go_on(schedule: Schedule, fire: Fire, created: bool, now_ms: int) -> DispatchResult:
     if fire.status not in fire_data.OPEN:
-        return DispatchResult(fire, created, 0)  # settled by an earlier attempt
+        return DispatchResult(fire, created, 0, schedule)  # settled by an earlier attempt
     if fire.waits_for_admission:  # its overlap policy decides at its due time
         send_gate(fire, now_ms, near_only=not created)
-        return DispatchResult(fire, created, 0)
+        return DispatchResult(fire, created, 0, schedule)
     if fire.overlap is not None:
         start_admitted(schedule, fire, now_ms)
-        return DispatchResult(fire, created, 0)
+        return DispatchResult(fire, created, 0, schedule)
     if fire.paged:
         if fire.started_at is not None:
-            return DispatchResult(fire, created, 0)  # fanned out by an earlier attempt
+            return DispatchResult(fire, created, 0, schedule)  # fanned out by an earlier attempt
         last_progress = max(fire.created_at, (fire.progress_at or 0))
         if not created and now_ms - last_progress < INTERRUPTED_AFTER_MS:
-            return DispatchResult(fire, created, 0)  # the fan-out function is dispatching it
+            return DispatchResult(fire, created, 0, schedule)  # the fan-out function is dispatching it
         _fan_out(fire)
-        return DispatchResult(fire, created, 0)
+        return DispatchResult(fire, created, 0, schedule)
     return _dispatch_listed(schedule, fire, created, now_ms)
 
 
@@ -236,7 +234,7 @@ def send_gate(fire: Fire, now_ms: int, *, near_only: bool = False) -> None:
     send_fire_gate(fire.schedule_id, fire.fire_at, fire.app_id, delay)
 
 
-def start_admitted(schedule: ScheduleModel, fire: Fire, now_ms: int, *, admitted_now: bool = False) -> None:
+def start_admitted(schedule: Schedule, fire: Fire, now_ms: int, *, admitted_now: bool = False) -> None:
     """Deliver a Fire its overlap policy let start: its runs, due at its due time (or at its
     admission, for one that waited), or its fan-out. Idempotent, like any re-drive: runs have
     deterministic ids, a fan-out page is recorded once."""
@@ -256,7 +254,7 @@ def _fan_out(fire: Fire) -> None:
         send_fire_fanout(fire.schedule_id, fire.fire_at, fire.app_id, cursor=cursor, page=page)
 
 
-def _dispatch_listed(schedule: ScheduleModel, fire: Fire, created: bool, now_ms: int) -> DispatchResult:
+def _dispatch_listed(schedule: Schedule, fire: Fire, created: bool, now_ms: int) -> DispatchResult:
     """Create the Fire's runs (each unless it exists), then send them if the schedule, read again,
     still fires at this time. Sent again when a dispatch that died is re-driven: a run already
     delivered or under way ignores the second message."""
@@ -271,21 +269,21 @@ def _dispatch_listed(schedule: ScheduleModel, fire: Fire, created: bool, now_ms:
     current = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True)
     if (
         current is None
-        or current.status != ScheduleStatus.ACTIVE
+        or not current.is_active
         or (not fire.manual and _edited_away(current, fire_at_ms, now_ms))
     ):
         _cancel_runs(fire, now_ms)  # paused, deleted or re-timed meanwhile: these runs are never delivered
-        return DispatchResult(fire, created, 0)
+        return DispatchResult(fire, created, 0, schedule)
     if send_now:
         failed = send_deliveries(messages)
         if failed:
             logger.warning("fire runs not enqueued; redispatched by the scan", extra={"count": len(failed)})
     if fire.started_at is None:  # a gated Fire: dispatched now that its overlap policy admitted it
         fire_data.mark_dispatched(fire, now_ms)
-    return DispatchResult(fire, created, len(messages) if send_now else 0)
+    return DispatchResult(fire, created, len(messages) if send_now else 0, schedule)
 
 
-def _edited_away(current: ScheduleModel, fire_at_ms: int, now_ms: int) -> bool:
+def _edited_away(current: Schedule, fire_at_ms: int, now_ms: int) -> bool:
     """A timing edit that landed during this dispatch and no longer fires at this (future) time: the
     edit cancels the Fires it finds, and this one may have been written after it looked."""
     if current.next_fire_at == fire_at_ms or fire_at_ms <= now_ms:
@@ -307,7 +305,7 @@ def run_plan(fire: Fire, now_ms: int) -> tuple[bool, int | None]:
 
 
 def put_fire_run(
-    schedule: ScheduleModel,
+    schedule: Schedule,
     fire_at_ms: int,
     endpoint_id: str,
     wake_at_ms: int | None,
@@ -345,26 +343,35 @@ def _cancel_runs(fire: Fire, now_ms: int) -> None:
     fires.settle_if_done(fire, now_ms)
 
 
+@dataclass(frozen=True)
+class DueDispatch:
+    handled: int  # fires dispatched and advanced past
+    schedule: Schedule  # as the last read or advance left it (the caller's copy if none happened)
+
+
 def dispatch_due(
-    schedule: ScheduleModel, now: datetime, horizon_ms: int, *, limit: int = MAX_FIRES_PER_SCHEDULE_PER_TICK
-) -> int:
+    schedule: Schedule, now: datetime, horizon_ms: int, *, limit: int = MAX_FIRES_PER_SCHEDULE_PER_TICK
+) -> DueDispatch:
     """Dispatch the fires of `schedule` due up to `horizon_ms` (at most `limit`), advancing it after
-    each (step c). Returns the number handled; stops when another writer moved the schedule first.
-    The first fire is built from a fresh read of the schedule; each next one from the copy the
-    advance before it returned."""
+    each (step c); stops when another writer moved the schedule first. The first fire is built from
+    a fresh read of the schedule; each next one from the copy the advance before it returned."""
     now_ms = clock.to_ms(now)
     handled = 0
     fresh = False
     while schedule.next_fire_at is not None and schedule.next_fire_at <= horizon_ms and handled < limit:
-        fire_at = int(schedule.next_fire_at)
-        if dispatch_fire(schedule, fire_at, now_ms, fresh=fresh).refused:
+        fire_at = schedule.next_fire_at
+        result = dispatch_fire(schedule, fire_at, now_ms, fresh=fresh)
+        if result.schedule is not None:
+            schedule = result.schedule
+        if result.refused:
             break  # paused, deleted or moved since it was read: the next scan reads it again
-        nxt = next_after_ms(schedule, fire_at)
-        if not schedule_data.advance(schedule, fire_at, nxt, now_ms):
+        advanced = schedule_data.advance(schedule, fire_at, next_after_ms(schedule, fire_at), now_ms)
+        if advanced is None:
             break
+        schedule = advanced
         fresh = True
         handled += 1
-    return handled
+    return DueDispatch(handled, schedule)
 
 
 def lookahead_ms() -> int:

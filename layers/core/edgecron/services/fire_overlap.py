@@ -16,9 +16,9 @@ from __future__ import annotations
 from edgecron import clock
 from edgecron.data import fires as fire_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import ScheduleModel
 from edgecron.domain.fires import Fire
 from edgecron.domain.overlap import Admission, Slot, admit, next_to_start
+from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import OverlapPolicy, ScheduleStatus
 from edgecron.observability import logger
 from edgecron.services import fire_dispatch, fires
@@ -43,7 +43,7 @@ def admit_due(schedule_id: str, fire_at_ms: int, app_id: str) -> str:
     raise RuntimeError(f"the overlap slot of {schedule_id} kept changing")
 
 
-def _slot(schedule: ScheduleModel) -> tuple[Slot, Fire | None, Fire | None]:
+def _slot(schedule: Schedule) -> tuple[Slot, Fire | None, Fire | None]:
     """The schedule's slot as stored, with the Fires it names (read strongly consistent)."""
     running_at = None if schedule.overlap_running_at is None else int(schedule.overlap_running_at)
     buffered_at = None if schedule.overlap_buffered_at is None else int(schedule.overlap_buffered_at)
@@ -101,7 +101,7 @@ def _admit_once(schedule_id: str, fire_at_ms: int, app_id: str, now_ms: int) -> 
     return "buffered"
 
 
-def _start(schedule: ScheduleModel, fire: Fire, now_ms: int) -> str:
+def _start(schedule: Schedule, fire: Fire, now_ms: int) -> str:
     admitted = fire_data.admit(fire, now_ms)
     if admitted is None:
         current = fire_data.get(fire.schedule_id, fire.fire_at)

@@ -20,10 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from edgecron.data.models import ScheduleModel, TaskRunModel
+from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import Backlog
 from edgecron.domain.fires import Fire
+from edgecron.domain.schedules import Schedule
 from edgecron.services import fire_dispatch, fire_overlap, fires, schedules_scan
+from edgecron.services.fire_dispatch import DueDispatch
 from edgecron.services.scan_work import Work
 from edgecron.services.schedules_scan import LateReport, ScheduleScanReport
 
@@ -45,8 +47,9 @@ __all__ = [
 ]
 
 
-def dispatch(schedule: ScheduleModel, now: datetime, horizon_ms: int, *, limit: int | None = None) -> int:
-    """Dispatch the schedule's fires due up to `horizon_ms` (at most `limit`); returns how many."""
+def dispatch(schedule: Schedule, now: datetime, horizon_ms: int, *, limit: int | None = None) -> DueDispatch:
+    """Dispatch the schedule's fires due up to `horizon_ms` (at most `limit`): how many, and the
+    schedule as they left it."""
     if limit is None:
         return fire_dispatch.dispatch_due(schedule, now, horizon_ms)
     return fire_dispatch.dispatch_due(schedule, now, horizon_ms, limit=limit)
@@ -72,9 +75,9 @@ def dispatch_due_schedules(now: datetime, *, deadline: float | None = None) -> S
     return schedules_scan.dispatch_schedules(now, deadline=deadline)
 
 
-def catch_up(schedule: ScheduleModel, now: datetime, horizon_ms: int, report: ScheduleScanReport) -> None:
+def catch_up(schedule: Schedule, now: datetime, horizon_ms: int, report: ScheduleScanReport) -> Schedule:
     """Apply the missed-fire policy to a lagging schedule, then dispatch up to the horizon."""
-    schedules_scan.process(schedule, now, horizon_ms, report)
+    return schedules_scan.process(schedule, now, horizon_ms, report)
 
 
 def is_late_first_delivery(run: TaskRunModel, now_ms: int) -> bool:

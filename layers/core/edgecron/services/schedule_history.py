@@ -7,16 +7,17 @@ from typing import Any
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as data
-from edgecron.data.models import ScheduleModel, TaskRunModel
+from edgecron.data.models import TaskRunModel
 from edgecron.data.paging import Page
 from edgecron.domain.fires import Fire
+from edgecron.domain.schedules import Schedule
 
 
-def find(app_id: str, schedule_id: str, *, consistent: bool = False) -> ScheduleModel | None:
+def find(app_id: str, schedule_id: str, *, consistent: bool = False) -> Schedule | None:
     return data.get(app_id, schedule_id, consistent=consistent)
 
 
-def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[ScheduleModel]:
+def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[Schedule]:
     return data.list_page(app_id, limit, cursor)
 
 

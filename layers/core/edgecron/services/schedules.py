@@ -4,6 +4,7 @@ look-ahead window goes to the fan-out function, and whatever that misses to the 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -11,11 +12,11 @@ from edgecron import clock, ids
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import retry_policies as policy_data
 from edgecron.data import schedules as data
-from edgecron.data.models import ScheduleModel
 from edgecron.data.queues import send_schedule_dispatch
 from edgecron.domain import cron
 from edgecron.domain.fires import Fire
-from edgecron.domain.vocabulary import OverlapPolicy, ScheduleStatus
+from edgecron.domain.schedules import Schedule
+from edgecron.domain.vocabulary import MissedPolicy, OverlapPolicy, ScheduleStatus
 from edgecron.errors import Conflict, NotFound, ParamInvalid
 from edgecron.schemas.schedules import ScheduleCreate, ScheduleUpdate
 from edgecron.services import fire_dispatch, fire_pipeline
@@ -57,32 +58,33 @@ def _check_refs(app_id: str, endpoint_ids: list[str] | None, retry_policy_id: st
         raise ParamInvalid(f"retry policy {retry_policy_id} not found", "retry_policy_id")
 
 
-def _set_timing(schedule: ScheduleModel, now: datetime) -> None:
-    """The next fire time from now, inside the [start_at, end_at] window; a cron schedule with no
-    fire time left in it is ENDED, and an ENDED one given fire times again is ACTIVE."""
+def _timed(schedule: Schedule, now: datetime) -> Schedule:
+    """The schedule with its next fire time from now, inside the [start_at, end_at] window; a cron
+    schedule with no fire time left in it is ENDED, and an ENDED one given fire times again is ACTIVE."""
     spec = _spec(schedule.cron, schedule.timezone)
     at = clock.from_ms(schedule.at) if schedule.at is not None else None
     start, end = schedule.start_at, schedule.end_at
-    if start is not None and end is not None and int(start) >= int(end):
+    if start is not None and end is not None and start >= end:
         raise ParamInvalid("start_at must be before end_at", "end_at")
-    if at is not None and (
+    if schedule.at is not None and (
         (start is not None and schedule.at < start) or (end is not None and schedule.at > end)
     ):
         raise ParamInvalid("at lies outside the start_at/end_at window", "at")
     search_from = now
-    if spec is not None and start is not None and int(start) - 1 > clock.to_ms(now):
-        search_from = clock.from_ms(int(start) - 1)  # the first fire time at or after start_at
+    if spec is not None and start is not None and start - 1 > clock.to_ms(now):
+        search_from = clock.from_ms(start - 1)  # the first fire time at or after start_at
     first = _first_fire_ms(spec, at, search_from if spec is not None else now)
-    schedule.next_fire_at = fire_dispatch.within_window(schedule, first)
-    schedule.finished = False
-    if spec is not None and end is not None and schedule.next_fire_at is None:
-        if schedule.status == ScheduleStatus.ACTIVE:
-            schedule.status = ScheduleStatus.ENDED
-    elif schedule.status == ScheduleStatus.ENDED:
-        schedule.status = ScheduleStatus.ACTIVE
+    next_fire_at = fire_dispatch.within_window(schedule, first)
+    status = schedule.status
+    if spec is not None and end is not None and next_fire_at is None:
+        if status == ScheduleStatus.ACTIVE:
+            status = ScheduleStatus.ENDED
+    elif status == ScheduleStatus.ENDED:
+        status = ScheduleStatus.ACTIVE
+    return replace(schedule, next_fire_at=next_fire_at, finished=False, status=status)
 
 
-def create(app_id: str, req: ScheduleCreate, now: datetime, schedule_id: str | None = None) -> ScheduleModel:
+def create(app_id: str, req: ScheduleCreate, now: datetime, schedule_id: str | None = None) -> Schedule:
     if (req.cron is None) == (req.at is None):
         raise ParamInvalid("give either cron or at", "cron")
     if req.status == ScheduleStatus.ENDED:
@@ -90,46 +92,50 @@ def create(app_id: str, req: ScheduleCreate, now: datetime, schedule_id: str | N
     check_payload(req.payload)
     _check_refs(app_id, req.endpoint_ids, req.retry_policy_id)
     now_ms = clock.to_ms(now)
-    schedule = ScheduleModel(
+    schedule = Schedule(
         app_id=app_id,
         schedule_id=schedule_id or ids.new_id("sch", now_ms),
         name=req.name,
         cron=req.cron,
         at=clock.to_ms(req.at) if req.at else None,
         timezone=req.timezone,
-        endpoint_ids=req.endpoint_ids,
+        endpoint_ids=tuple(req.endpoint_ids or ()),
         payload=req.payload,
-        status=req.status,
-        missed_policy=req.missed_policy,
+        status=ScheduleStatus(req.status),
+        missed_policy=MissedPolicy(req.missed_policy),
         retry_policy_id=req.retry_policy_id,
         start_at=clock.to_ms(req.start_at) if req.start_at else None,
         end_at=clock.to_ms(req.end_at) if req.end_at else None,
         jitter_sec=req.jitter_sec or None,
-        overlap_policy=None if req.overlap_policy == OverlapPolicy.ALLOW else req.overlap_policy,
+        overlap_policy=_overlap(req.overlap_policy),
         consecutive_failures=0,
         version=1,
         created_at=now_ms,
         updated_at=now_ms,
     )
-    _set_timing(schedule, now)
+    schedule = _timed(schedule, now)
     data.put_new(schedule)
-    kick(schedule, now)
-    return schedule
+    return kick(schedule, now)
 
 
-def get(app_id: str, schedule_id: str) -> ScheduleModel:
+def _overlap(policy: str | None) -> OverlapPolicy | None:
+    """The stored overlap policy: None for ALLOW, the default, which reads and writes nothing."""
+    return None if policy is None or policy == OverlapPolicy.ALLOW else OverlapPolicy(policy)
+
+
+def get(app_id: str, schedule_id: str) -> Schedule:
     schedule = data.get(app_id, schedule_id, consistent=True)
     if schedule is None:
         raise NotFound(f"schedule {schedule_id} not found", "id")
     return schedule
 
 
-def preview(schedule: ScheduleModel, n: int) -> list[int]:
+def preview(schedule: Schedule, n: int) -> list[int]:
     """The next n fire times (the stored next one first)."""
     if schedule.next_fire_at is None or n <= 0:
         return []
     spec = fire_dispatch.spec_of(schedule)
-    first = int(schedule.next_fire_at)
+    first = schedule.next_fire_at
     if spec is None:
         return [first]
     rest = cron.next_fires(spec, clock.from_ms(first), n - 1)
@@ -137,7 +143,7 @@ def preview(schedule: ScheduleModel, n: int) -> list[int]:
     return [t for t in times if fire_dispatch.within_window(schedule, t) is not None]
 
 
-def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) -> ScheduleModel:
+def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) -> Schedule:
     changes: dict[str, Any] = req.model_dump(exclude_unset=True)
     for field in ("timezone", "endpoint_ids", "missed_policy", "jitter_sec", "overlap_policy"):
         if field in changes and changes[field] is None:
@@ -149,31 +155,13 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
     if status == ScheduleStatus.ENDED:
         raise ParamInvalid("a schedule ends at its end_at: give a later end_at to make it ACTIVE", "status")
     for _ in range(5):  # the scan may advance the schedule meanwhile: re-read and re-apply
-        schedule = get(app_id, schedule_id)
-        version = int(schedule.version)
-        if "cron" in changes or "at" in changes:
-            new_cron = changes.get("cron", schedule.cron if "at" not in changes else None)
-            new_at = changes.get("at", None if "cron" in changes else schedule.at)
-            if (new_cron is None) == (new_at is None):
-                raise ParamInvalid("give either cron or at", "cron")
-            schedule.cron = new_cron
-            schedule.at = clock.to_ms(new_at) if isinstance(new_at, datetime) else new_at
-        for field in ("name", "timezone", "endpoint_ids", "payload", "missed_policy", "retry_policy_id"):
-            if field in changes:
-                setattr(schedule, field, changes[field])
-        if "jitter_sec" in changes:  # Fires already dispatched keep the offset they were given
-            schedule.jitter_sec = changes["jitter_sec"] or None
-        if "overlap_policy" in changes:
-            policy = changes["overlap_policy"]
-            schedule.overlap_policy = None if policy == OverlapPolicy.ALLOW else policy
-        for field in ("start_at", "end_at"):
-            if field in changes:
-                value = changes[field]
-                setattr(schedule, field, clock.to_ms(value) if isinstance(value, datetime) else None)
+        read = get(app_id, schedule_id)
+        version = read.version
+        schedule = replace(
+            read, **_edited_fields(read, changes), version=version + 1, updated_at=clock.to_ms(now)
+        )
         if _TIMING & changes.keys():
-            _set_timing(schedule, now)
-        schedule.version = version + 1
-        schedule.updated_at = clock.to_ms(now)
+            schedule = _timed(schedule, now)
         if data.save_if_version(schedule, version):
             break
     else:
@@ -190,18 +178,45 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
         return pause(app_id, schedule_id, now)
     if status == ScheduleStatus.ACTIVE:
         return resume(app_id, schedule_id, now)
-    kick(schedule, now)
-    return schedule
+    return kick(schedule, now)
 
 
-def still_fires_at(schedule: ScheduleModel, fire_at_ms: int) -> bool:
+def _edited_fields(schedule: Schedule, changes: dict[str, Any]) -> dict[str, Any]:
+    """The stored fields a user's edit (`changes`, the fields the request set) gives the schedule."""
+    fields: dict[str, Any] = {}
+    if "cron" in changes or "at" in changes:
+        new_cron = changes.get("cron", schedule.cron if "at" not in changes else None)
+        new_at = changes.get("at", None if "cron" in changes else schedule.at)
+        if (new_cron is None) == (new_at is None):
+            raise ParamInvalid("give either cron or at", "cron")
+        fields["cron"] = new_cron
+        fields["at"] = clock.to_ms(new_at) if isinstance(new_at, datetime) else new_at
+    for field in ("name", "timezone", "payload", "retry_policy_id"):
+        if field in changes:
+            fields[field] = changes[field]
+    if "endpoint_ids" in changes:
+        fields["endpoint_ids"] = tuple(changes["endpoint_ids"])
+    if "missed_policy" in changes:
+        fields["missed_policy"] = MissedPolicy(changes["missed_policy"])
+    if "jitter_sec" in changes:  # Fires already dispatched keep the offset they were given
+        fields["jitter_sec"] = changes["jitter_sec"] or None
+    if "overlap_policy" in changes:
+        fields["overlap_policy"] = _overlap(changes["overlap_policy"])
+    for field in ("start_at", "end_at"):
+        if field in changes:
+            value = changes[field]
+            fields[field] = clock.to_ms(value) if isinstance(value, datetime) else None
+    return fields
+
+
+def still_fires_at(schedule: Schedule, fire_at_ms: int) -> bool:
     """Whether the schedule, as edited, fires at `fire_at_ms` (a Fire dispatched ahead before the
     edit stays if so; one it no longer has is cancelled, or it would deliver at the old time)."""
     spec = fire_dispatch.spec_of(schedule)
     if spec is None:
-        return schedule.next_fire_at is not None and int(schedule.next_fire_at) == fire_at_ms
+        return schedule.next_fire_at == fire_at_ms
     nxt = cron.next_fire(spec, clock.from_ms(fire_at_ms - 1000))
-    in_window = schedule.start_at is None or fire_at_ms >= int(schedule.start_at)
+    in_window = schedule.start_at is None or fire_at_ms >= schedule.start_at
     return (
         in_window
         and nxt is not None
@@ -209,7 +224,7 @@ def still_fires_at(schedule: ScheduleModel, fire_at_ms: int) -> bool:
     )
 
 
-def pause(app_id: str, schedule_id: str, now: datetime, reason: str | None = None) -> ScheduleModel:
+def pause(app_id: str, schedule_id: str, now: datetime, reason: str | None = None) -> Schedule:
     """Stop firing; cancel fires dispatched ahead and pending retries (resume will not bring them back).
     `reason` is kept on the schedule until it is resumed; pausing a paused schedule with a new
     reason replaces it."""
@@ -218,19 +233,23 @@ def pause(app_id: str, schedule_id: str, now: datetime, reason: str | None = Non
 
 def _stop(
     app_id: str, schedule_id: str, now: datetime, reason: str, *, pause_reason: str | None = None
-) -> ScheduleModel:
+) -> Schedule:
     """PAUSED first (no scan dispatches it any more), then cancel its open Fires; an already paused
     schedule is cancelled again, so a retried pause or delete finishes what a crashed one began."""
     for _ in range(5):
         schedule = get(app_id, schedule_id)
         paused = schedule.status == ScheduleStatus.PAUSED
         if not paused or (pause_reason is not None and pause_reason != schedule.pause_reason):
-            version = int(schedule.version)
-            if not paused or pause_reason is not None:
-                schedule.pause_reason = pause_reason
-            schedule.status = ScheduleStatus.PAUSED
-            schedule.version = version + 1
-            schedule.updated_at = clock.to_ms(now)
+            version = schedule.version
+            schedule = replace(
+                schedule,
+                pause_reason=pause_reason
+                if not paused or pause_reason is not None
+                else schedule.pause_reason,
+                status=ScheduleStatus.PAUSED,
+                version=version + 1,
+                updated_at=clock.to_ms(now),
+            )
             if not data.save_if_version(schedule, version):
                 continue
         fire_pipeline.cancel_open(schedule_id, clock.to_ms(now), reason, last_fire_ms=_latest(schedule))
@@ -238,25 +257,29 @@ def _stop(
     raise Conflict("the schedule is changing concurrently; try again", "id")
 
 
-def resume(app_id: str, schedule_id: str, now: datetime) -> ScheduleModel:
+def resume(app_id: str, schedule_id: str, now: datetime) -> Schedule:
     """PAUSED → ACTIVE resets the failure counter and continues from the next fire time after now."""
     for _ in range(5):
         schedule = get(app_id, schedule_id)
         if schedule.status == ScheduleStatus.ACTIVE:
             return schedule
-        version = int(schedule.version)
-        schedule.status = ScheduleStatus.ACTIVE
-        schedule.pause_reason = None
-        schedule.consecutive_failures = 0
+        version = schedule.version
+        schedule = replace(
+            schedule,
+            status=ScheduleStatus.ACTIVE,
+            pause_reason=None,
+            consecutive_failures=0,
+            version=version + 1,
+            updated_at=clock.to_ms(now),
+        )
         if schedule.cron is None and schedule.at is not None and schedule.at < clock.to_ms(now):
-            schedule.next_fire_at = None  # a one-time schedule whose time passed while paused
+            schedule = replace(
+                schedule, next_fire_at=None
+            )  # a one-time schedule whose time passed while paused
         else:
-            _set_timing(schedule, now)
-        schedule.version = version + 1
-        schedule.updated_at = clock.to_ms(now)
+            schedule = _timed(schedule, now)
         if data.save_if_version(schedule, version):
-            kick(schedule, now)
-            return schedule
+            return kick(schedule, now)
     raise Conflict("the schedule is changing concurrently; try again", "id")
 
 
@@ -272,7 +295,7 @@ def trigger(app_id: str, schedule_id: str, now: datetime) -> Fire:
     return fire
 
 
-def _check_can_fire(schedule: ScheduleModel) -> None:
+def _check_can_fire(schedule: Schedule) -> None:
     if schedule.status != ScheduleStatus.ACTIVE:
         raise Conflict(f"schedule {schedule.schedule_id} is {schedule.status}: resume it first", "id")
     if schedule.finished:
@@ -286,30 +309,28 @@ def delete(app_id: str, schedule_id: str, now: datetime) -> None:
     data.delete(schedule)
 
 
-def _latest(schedule: ScheduleModel) -> int | None:
+def _latest(schedule: Schedule) -> int | None:
     """The schedule's latest dispatched fire time: Fires written a moment ago lie around it."""
-    return int(schedule.last_fire_at) if schedule.last_fire_at is not None else None
+    return schedule.last_fire_at
 
 
 KICK_AHEAD_MS = 5_000  # a create (or resume, or timing edit) dispatches the fires of the next 5 s,
 KICK_FIRES = 3  # and at least this many of its window, before it answers
 
 
-def kick(schedule: ScheduleModel, now: datetime) -> None:
+def kick(schedule: Schedule, now: datetime) -> Schedule:
     """Dispatch the next few seconds (at least the next few fires) before answering, and hand the
     rest of the look-ahead window to the fan-out function: a create of an every-second schedule
     answers after five fires, not seventy, and the others are dispatched in time order before the
-    next scan tick could see them."""
+    next scan tick could see them. Returns the schedule as its dispatch left it."""
     if schedule.status != ScheduleStatus.ACTIVE or schedule.next_fire_at is None:
-        return
+        return schedule
     now_ms = clock.to_ms(now)
     horizon = now_ms + fire_dispatch.lookahead_ms()
-    handled = fire_pipeline.dispatch(schedule, now, min(horizon, now_ms + KICK_AHEAD_MS))
-    if handled < KICK_FIRES:
-        fire_pipeline.dispatch(schedule, now, horizon, limit=KICK_FIRES - handled)
-    if (
-        schedule.status == ScheduleStatus.ACTIVE
-        and schedule.next_fire_at is not None
-        and schedule.next_fire_at <= horizon
-    ):
+    done = fire_pipeline.dispatch(schedule, now, min(horizon, now_ms + KICK_AHEAD_MS))
+    schedule = done.schedule
+    if done.handled < KICK_FIRES:
+        schedule = fire_pipeline.dispatch(schedule, now, horizon, limit=KICK_FIRES - done.handled).schedule
+    if schedule.is_active and schedule.next_fire_at is not None and schedule.next_fire_at <= horizon:
         send_schedule_dispatch(schedule.schedule_id, schedule.app_id, horizon)
+    return schedule

@@ -16,7 +16,7 @@ from edgecron.data import fires as fire_data
 from edgecron.data import queues as queue_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import ScheduleModel, TaskRunModel
+from edgecron.data.models import TaskRunModel
 from edgecron.domain import run_states as st
 from edgecron.domain.catchup import (
     CatchUpPlan,
@@ -27,7 +27,7 @@ from edgecron.domain.catchup import (
     split_started,
 )
 from edgecron.domain.fires import Fire
-from edgecron.domain.vocabulary import ScheduleStatus
+from edgecron.domain.schedules import Schedule
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
 from edgecron.services import fire_dispatch, fires, operational_events, usage
 from edgecron.services.scan_work import Budget, Work, first_shard, item_failed, run_fairly
@@ -78,30 +78,31 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
         *(schedule_data.due(str((start + i) % shards), horizon) for i in range(shards)),
         key=lambda schedule: int(schedule.next_fire_at or 0),
     )
-    taken: list[tuple[int, int, ScheduleModel, Iterator[None]]] = []  # by the next fire time to dispatch
+    taken: list[tuple[int, int, str, Iterator[Schedule]]] = []  # by the next fire time to dispatch
     seq = 0
     try:
         upcoming = next(incoming, None)
         while upcoming is not None or taken:
             if upcoming is not None and (not taken or int(upcoming.next_fire_at or 0) <= taken[0][0]):
-                schedule, upcoming = upcoming, next(incoming, None)
+                first, upcoming = upcoming, next(incoming, None)
+                schedule_id = first.schedule_id
                 report.due_schedules += 1
-                steps = process_steps(schedule, now, horizon, report)
+                steps = process_steps(first, now, horizon, report)
             else:
-                _, _, schedule, steps = heapq.heappop(taken)
+                _, _, schedule_id, steps = heapq.heappop(taken)
             try:
-                next(steps)
+                schedule = next(steps)
             except StopIteration:
                 yield
                 continue
             except Exception:  # one broken schedule must not stop the others
                 report.item_failures += 1
-                item_failed("schedule", schedule.schedule_id)
+                item_failed("schedule", schedule_id)
                 yield
                 continue
             if schedule.next_fire_at is not None and schedule.next_fire_at <= horizon:
                 seq += 1
-                heapq.heappush(taken, (int(schedule.next_fire_at), seq, schedule, steps))
+                heapq.heappush(taken, (schedule.next_fire_at, seq, schedule_id, steps))
             yield
     finally:
         count(DUE_SCHEDULES, report.due_schedules)
@@ -110,16 +111,21 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
 SLICE_MS = 1_000  # fire times dispatched per step of one schedule (one for an every-second one)
 
 
-def process(schedule: ScheduleModel, now: datetime, horizon_ms: int, report: ScheduleScanReport) -> None:
-    """Catch up if the schedule lags, then dispatch its fires due up to the horizon."""
-    for _ in process_steps(schedule, now, horizon_ms, report):
+def process(schedule: Schedule, now: datetime, horizon_ms: int, report: ScheduleScanReport) -> Schedule:
+    """Catch up if the schedule lags, then dispatch its fires due up to the horizon; returns the
+    schedule as the last step left it."""
+    current = schedule
+    for current in process_steps(schedule, now, horizon_ms, report):  # noqa: B007 (the last one is kept)
         pass
+    return current
 
 
 def process_steps(
-    schedule: ScheduleModel, now: datetime, horizon_ms: int, report: ScheduleScanReport
-) -> Iterator[None]:
-    if schedule.next_fire_at is None or schedule.status != ScheduleStatus.ACTIVE:
+    schedule: Schedule, now: datetime, horizon_ms: int, report: ScheduleScanReport
+) -> Iterator[Schedule]:
+    """The steps of `process`, one slice of fire times each; each yields the schedule as it stands
+    after the step (the scan orders the schedules it holds by the next fire time of that copy)."""
+    if schedule.next_fire_at is None or not schedule.is_active:
         return
     cutoff = now - GRACE
     if schedule.next_fire_at < clock.to_ms(cutoff):
@@ -131,33 +137,36 @@ def process_steps(
             policy_of(schedule.missed_policy),
         )
         if plan is not None:
-            if not apply_catch_up(schedule, plan, now):
+            moved = apply_catch_up(schedule, plan, now)
+            if moved is None:
                 return  # someone else moved the schedule first; they own this pass
+            schedule = moved
             report.catch_ups += 1
             report.missed_recorded += len(plan.missed)
             report.missed_left_out += plan.left_out
     while schedule.next_fire_at is not None and schedule.next_fire_at <= horizon_ms:
-        handled = fire_dispatch.dispatch_due(
-            schedule, now, min(horizon_ms, int(schedule.next_fire_at) + SLICE_MS)
-        )
-        report.fires_dispatched += handled
-        if handled == 0:
+        done = fire_dispatch.dispatch_due(schedule, now, min(horizon_ms, schedule.next_fire_at + SLICE_MS))
+        report.fires_dispatched += done.handled
+        if done.handled == 0:
             return  # another writer moved the schedule
-        yield
+        schedule = done.schedule
+        yield schedule
 
 
-def _catch_up_until(schedule: ScheduleModel, cutoff: datetime) -> datetime:
+def _catch_up_until(schedule: Schedule, cutoff: datetime) -> datetime:
     """A catch-up looks no further than the schedule's end_at: no missed or run fire after it."""
     if schedule.cron is not None and schedule.end_at is not None:
         return min(cutoff, clock.from_ms(int(schedule.end_at) + 1))
     return cutoff
 
 
-def apply_catch_up(schedule: ScheduleModel, plan: CatchUpPlan, now: datetime) -> bool:
+def apply_catch_up(schedule: Schedule, plan: CatchUpPlan, now: datetime) -> Schedule | None:
     """Record the MISSED Fires (existing rows are never overwritten), then move the schedule with a
-    CAS: to the one fire to run (RUN_ONCE, dispatched right after by the normal path) or past now."""
+    CAS: to the one fire to run (RUN_ONCE, dispatched right after by the normal path) or past now.
+    Returns the schedule as moved, or None when another writer moved it first."""
     now_ms = clock.to_ms(now)
-    expected = int(schedule.next_fire_at)
+    assert schedule.next_fire_at is not None  # a schedule lags only behind a fire time it has
+    expected = schedule.next_fire_at
     for missed_at in plan.missed:
         fire_data.create(
             schedule.schedule_id,
@@ -182,7 +191,7 @@ def apply_catch_up(schedule: ScheduleModel, plan: CatchUpPlan, now: datetime) ->
         now_ms,
         finish=plan.finishes(one_time=schedule.cron is None),
     )
-    if moved:
+    if moved is not None:
         count(MISSED_FIRES, plan.missed_total)
         operational_events.fires_missed(
             schedule.app_id,
@@ -253,7 +262,7 @@ def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
 
 def redispatch(fire: Fire, now_ms: int, report: ScheduleScanReport) -> None:
     schedule = schedule_data.get(fire.app_id, fire.schedule_id, consistent=True)
-    if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
+    if schedule is None or not schedule.is_active:
         fires.cancel_fire(fire, now_ms, "schedule deleted or paused")
         return
     fire_dispatch.dispatch_fire(schedule, fire.fire_at, now_ms, fresh=True)
@@ -352,7 +361,7 @@ def settle_late_fires(
                 else [r for r in late if r.source_id == schedule_id and r.fire_at == t]
                 for t, fire in fires_at.items()
             }
-            if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
+            if schedule is None or not schedule.is_active:
                 for t, fire in fires_at.items():
                     ended = 0
                     for run in runs_at[t]:

@@ -1,0 +1,55 @@
+"""A Schedule: where (its Endpoints, or every Endpoint of its App) and when (a cron expression in
+a time zone, or one time `at`) to deliver its payload, and how far its fires have got. Times are
+epoch milliseconds. The data layer reads and writes it whole or by compare-and-set, and keeps the
+index attributes that put it in the scan's due index to itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from edgecron.domain.vocabulary import MissedPolicy, OverlapPolicy, ScheduleStatus
+
+
+@dataclass(frozen=True)
+class Schedule:
+    app_id: str
+    schedule_id: str
+    created_at: int
+    updated_at: int
+    name: str | None = None
+    cron: str | None = None  # one of cron and at
+    at: int | None = None
+    timezone: str = "UTC"
+    endpoint_ids: tuple[str, ...] = ()  # empty: every Endpoint of the App at fire time
+    payload: Any = None
+    status: ScheduleStatus = ScheduleStatus.ACTIVE
+    missed_policy: MissedPolicy = MissedPolicy.RUN_ONCE
+    retry_policy_id: str | None = None
+    consecutive_failures: int = 0
+    pause_reason: str | None = None  # why it was paused (by a user or by failures)
+    start_at: int | None = None  # no fire before this time
+    end_at: int | None = None  # no fire after this time; past it a cron schedule is ENDED
+    jitter_sec: int | None = None  # each fire is due at an offset in [0, jitter_sec)
+    overlap_policy: OverlapPolicy | None = None  # None: ALLOW
+    # the overlap slot (SKIP, BUFFER_ONE): the Fire admitted last while open, and the one waiting
+    overlap_running_at: int | None = None
+    overlap_buffered_at: int | None = None
+    next_fire_at: int | None = None  # None: nothing left to fire (one-time fired, window ended)
+    finished: bool = False
+    missed_left_out: int = 0  # MISSED Fires a catch-up counted but did not write
+    last_fire_at: int | None = None  # the latest fire time dispatched
+    version: int = 1  # moved by every write: the compare-and-set of user edits
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == ScheduleStatus.ACTIVE
+
+    @property
+    def is_broadcast(self) -> bool:
+        """Bound to every active Endpoint of the App at fire time (no listed endpoint_ids)."""
+        return not self.endpoint_ids
+
+    def fires_next_at(self, fire_at_ms: int) -> bool:
+        """ACTIVE, and its stored next fire time is `fire_at_ms`: a dispatcher may fire it."""
+        return self.is_active and self.next_fire_at == fire_at_ms

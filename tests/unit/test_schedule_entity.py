@@ -1,0 +1,35 @@
+"""The Schedule entity: the rules dispatch reads off it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from edgecron.domain.schedules import Schedule
+from edgecron.domain.vocabulary import ScheduleStatus
+
+FIRE_AT = 1_780_000_000_000
+
+
+def schedule(**changes: object) -> Schedule:
+    base = Schedule(
+        app_id="app_1",
+        schedule_id="sch_1",
+        created_at=1,
+        updated_at=2,
+        cron="0 * * * *",
+        endpoint_ids=("ep_1",),
+        next_fire_at=FIRE_AT,
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_only_an_active_schedule_whose_next_fire_time_is_this_one_may_fire_it() -> None:
+    assert schedule().fires_next_at(FIRE_AT)
+    assert not schedule().fires_next_at(FIRE_AT + 1000)  # moved on by another dispatcher
+    assert not schedule(status=ScheduleStatus.PAUSED).fires_next_at(FIRE_AT)
+    assert not schedule(next_fire_at=None).fires_next_at(FIRE_AT)
+
+
+def test_a_schedule_without_listed_endpoints_is_a_broadcast() -> None:
+    assert schedule(endpoint_ids=()).is_broadcast
+    assert not schedule().is_broadcast

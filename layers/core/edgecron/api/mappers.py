@@ -11,6 +11,7 @@ from edgecron.domain.apps import App
 from edgecron.domain.attempts import Attempt
 from edgecron.domain.endpoints import Endpoint
 from edgecron.domain.fires import Fire
+from edgecron.domain.notifications import Notification
 from edgecron.domain.retry_policies import RetryPolicy
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import (
@@ -217,7 +218,7 @@ def fire_out(f: Fire, runs: Mapping[str, Any], now_ms: int) -> FireOut:
     )
 
 
-def notification_out(n: Any) -> NotificationOut:
+def notification_out(n: Notification) -> NotificationOut:
     return NotificationOut(
         id=n.notification_id,
         kind=n.kind,

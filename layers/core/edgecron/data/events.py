@@ -18,11 +18,13 @@ from edgecron.data import fanout_pages
 from edgecron.data.conditional import update_if
 from edgecron.data.expiry import expires_at_s
 from edgecron.data.keys import alive, time_window
-from edgecron.data.models import EndpointModel, EventModel, FanoutPageModel
+from edgecron.data.models import EndpointModel, EventModel
 from edgecron.data.paging import Page, query_page
+from edgecron.domain.endpoints import Subscriber
 from edgecron.domain.events import Event
 from edgecron.domain.expiry import is_alive
-from edgecron.domain.vocabulary import FanoutStatus
+from edgecron.domain.fanout_pages import FanoutPage
+from edgecron.domain.vocabulary import DisabledReason, FanoutStatus
 
 M = EventModel
 PENDING, RUNNING, DONE, FAILED = (
@@ -143,7 +145,7 @@ def list_page(
     return Page([to_entity(row) for row in page.items], page.last_key)
 
 
-def endpoints_page(app_id: str, after: str | None, limit: int) -> tuple[list[EndpointModel], bool]:
+def endpoints_page(app_id: str, after: str | None, limit: int) -> tuple[list[Subscriber], bool]:
     """Up to `limit` Endpoints of the App in id order after `after`, and whether more remain.
     Strongly consistent, so an Endpoint created just before a publish is seen by its fan-out.
     Only the attributes matching needs are read (never the signing secrets)."""
@@ -158,13 +160,22 @@ def endpoints_page(app_id: str, after: str | None, limit: int) -> tuple[list[End
             attributes_to_get=_MATCH_ATTRIBUTES,
         )
     )
-    return items[:limit], len(items) > limit
+    subscribers = [
+        Subscriber(
+            endpoint_id=row.endpoint_id,
+            active=bool(row.active),
+            disabled_reason=DisabledReason(row.disabled_reason) if row.disabled_reason else None,
+            filter_events=tuple(row.filter_events or ()),
+        )
+        for row in items[:limit]
+    ]
+    return subscribers, len(items) > limit
 
 
-def record_page(event: Event, page: FanoutPageModel) -> str:
+def record_page(event: Event, page: FanoutPage) -> str:
     """Record one page of the Event's fan-out with the Event's counters, all or nothing; pages are
     recorded in order. Returns recorded | exists (an earlier delivery recorded it) | gone."""
-    n = int(page.page)
+    n = page.page
     in_order = (M.page_count == n) if n else (M.page_count.does_not_exist() | (M.page_count == 0))
     actions: list[Any] = [
         M.fanout_status.set(RUNNING if page.more else DONE),
@@ -214,4 +225,4 @@ def matched_pages(event: Event, start: int = 0) -> Iterator[tuple[int, list[str]
             yield 0, list(event.endpoint_ids)
         return
     for page in fanout_pages.pages(event.event_id, start):
-        yield int(page.page), list(page.endpoint_ids or [])
+        yield page.page, list(page.endpoint_ids)

@@ -1,7 +1,8 @@
 """Fan-out pages: one small item per page of an Event's or a broadcast Fire's fan-out, holding the
 Endpoints that page reached (at most one page of ids). A page is recorded in one transaction with
 its owner's counters, so a page processed twice is recorded, counted and continued once, and no
-item grows with the number of Endpoints."""
+item grows with the number of Endpoints. Reads return `FanoutPage` entities; the items' expiry
+is this module's."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from edgecron.config import get_settings
 from edgecron.data.conditional import update_if
 from edgecron.data.expiry import expires_at_s
 from edgecron.data.models import FanoutPageModel
+from edgecron.domain.fanout_pages import FanoutPage
 
 M = FanoutPageModel
 
@@ -35,53 +37,76 @@ def new_page(
     endpoint_ids: list[str],
     more: bool,
     now_ms: int,
-) -> FanoutPageModel:
-    return M(
+) -> FanoutPage:
+    return FanoutPage(
         owner_id=owner_id,
         page=page,
         app_id=app_id,
+        created_at=now_ms,
         after=after,
         last_endpoint_id=last_endpoint_id,
-        endpoint_ids=endpoint_ids,
+        endpoint_ids=tuple(endpoint_ids),
         more=more,
-        continued=False,
-        created_at=now_ms,
-        expires_at=expires_at_s(now_ms),
     )
 
 
-def get(owner_id: str, page: int) -> FanoutPageModel | None:
+def to_entity(row: FanoutPageModel) -> FanoutPage:
+    return FanoutPage(
+        owner_id=row.owner_id,
+        page=int(row.page),
+        app_id=row.app_id,
+        created_at=int(row.created_at),
+        after=row.after,
+        last_endpoint_id=row.last_endpoint_id,
+        endpoint_ids=tuple(row.endpoint_ids or ()),
+        more=bool(row.more),
+        continued=bool(row.continued),
+    )
+
+
+def _row(page: FanoutPage) -> FanoutPageModel:
+    return M(
+        owner_id=page.owner_id,
+        page=page.page,
+        app_id=page.app_id,
+        after=page.after,
+        last_endpoint_id=page.last_endpoint_id,
+        endpoint_ids=list(page.endpoint_ids),
+        more=page.more,
+        continued=page.continued,
+        created_at=page.created_at,
+        expires_at=expires_at_s(page.created_at),
+    )
+
+
+def get(owner_id: str, page: int) -> FanoutPage | None:
     try:
-        return M.get(owner_id, page, consistent_read=True)
+        return to_entity(M.get(owner_id, page, consistent_read=True))
     except DoesNotExist:
         return None
 
 
-def pages(owner_id: str, start: int = 0) -> Iterator[FanoutPageModel]:
+def pages(owner_id: str, start: int = 0) -> Iterator[FanoutPage]:
     """The owner's pages in order from `start`, strongly consistent (a page just recorded is seen)."""
-    yield from M.query(owner_id, range_key_condition=M.page >= start, consistent_read=True)
+    for row in M.query(owner_id, range_key_condition=M.page >= start, consistent_read=True):
+        yield to_entity(row)
 
 
-def last(owner_id: str) -> FanoutPageModel | None:
+def last(owner_id: str) -> FanoutPage | None:
     result = M.query(owner_id, scan_index_forward=False, limit=1, consistent_read=True)
-    return next(iter(result), None)
+    row = next(iter(result), None)
+    return None if row is None else to_entity(row)
 
 
 def resume_point(owner_id: str) -> tuple[int, str | None] | None:
     """Where a stalled fan-out goes on: (page, cursor) of its first page not yet continued, or None
     when its last page is recorded."""
     page = last(owner_id)
-    if page is None:
-        return 0, None
-    if not page.more:
-        return None
-    if not page.continued:
-        return int(page.page), page.after
-    return int(page.page) + 1, page.last_endpoint_id
+    return (0, None) if page is None else page.resume_point()
 
 
-def mark_continued(page: FanoutPageModel) -> bool:
-    return update_if(page, [M.continued.set(True)], M.owner_id.exists())
+def mark_continued(page: FanoutPage) -> bool:
+    return update_if(M(owner_id=page.owner_id, page=page.page), [M.continued.set(True)], M.owner_id.exists())
 
 
 def transaction() -> TransactWrite:
@@ -96,7 +121,7 @@ def _connection(region: str) -> Connection:
 
 
 def record(
-    page: FanoutPageModel,
+    page: FanoutPage,
     owner_update: tuple[Any, list[Any], Any],
     checks: list[tuple[Any, str, str | None, Any]] | None = None,
 ) -> list[str | None]:
@@ -106,7 +131,7 @@ def record(
     item, actions, condition = owner_update
     try:
         with transaction() as tx:
-            tx.save(page, condition=M.page.does_not_exist())
+            tx.save(_row(page), condition=M.page.does_not_exist())
             tx.update(item, actions=actions, condition=condition)
             for model_cls, hash_key, range_key, check_condition in checks or []:
                 tx.condition_check(model_cls, hash_key, range_key, condition=check_condition)

@@ -26,9 +26,10 @@ from edgecron.data import fanout_pages
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import expires_at_s
 from edgecron.data.keys import alive
-from edgecron.data.models import FanoutPageModel, FireModel, ScheduleModel
+from edgecron.data.models import FireModel, ScheduleModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain import fires as fire_domain
+from edgecron.domain.fanout_pages import FanoutPage
 from edgecron.domain.fires import Fire
 from edgecron.domain.vocabulary import FireStatus, ScheduleStatus
 
@@ -190,12 +191,12 @@ def get(schedule_id: str, fire_at_ms: int) -> Fire | None:
         return None
 
 
-def record_page(fire: Fire, page: FanoutPageModel, now_ms: int) -> str:
+def record_page(fire: Fire, page: FanoutPage, now_ms: int) -> str:
     """Record one fan-out page of a paged Fire with its counters, all or nothing, while the Fire is
     open and its schedule ACTIVE; the last page also marks the Fire dispatched. Returns recorded |
     exists (an earlier delivery recorded it) | stopped (the Fire settled or the schedule was paused
     or deleted: the page's runs must not be delivered)."""
-    n = int(page.page)
+    n = page.page
     in_order = (M.page_count == n) if n else (M.page_count.does_not_exist() | (M.page_count == 0))
     actions: list[Any] = [
         M.page_count.set(n + 1),
@@ -231,7 +232,7 @@ def run_pages(fire: Fire) -> Iterator[list[tuple[str, str]]]:
         return
     owner = fanout_pages.fire_owner(fire.schedule_id, fire.fire_at)
     for page in fanout_pages.pages(owner):
-        yield [(ep, run_id(fire.schedule_id, fire.fire_at, ep)) for ep in page.endpoint_ids or []]
+        yield [(ep, run_id(fire.schedule_id, fire.fire_at, ep)) for ep in page.endpoint_ids]
 
 
 def run_id_pages(fire: Fire) -> Iterator[list[str]]:

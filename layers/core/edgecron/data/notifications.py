@@ -1,4 +1,5 @@
-"""App notifications (auto-pause and other notices) and the SNS alerts topic."""
+"""App notifications (auto-pause and other notices) and the SNS alerts topic. Reads return
+`Notification` entities; their expiry is this module's."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from edgecron.data.expiry import expires_at_s
 from edgecron.data.keys import alive
 from edgecron.data.models import NotificationModel
 from edgecron.data.paging import Page, query_page
+from edgecron.domain.notifications import Notification
 from edgecron.observability import ALERT_PUBLISH_FAILED, count, logger
 
 
 def record(
     app_id: str, kind: str, title: str, message: str, data: dict[str, Any], now_ms: int
-) -> NotificationModel:
-    note = NotificationModel(
+) -> Notification:
+    note = Notification(
         app_id=app_id,
         notification_id=ids.new_id("ntf", now_ms),
         kind=kind,
@@ -26,14 +28,34 @@ def record(
         message=message,
         data=data,
         created_at=now_ms,
-        expires_at=expires_at_s(now_ms),
     )
-    note.save()
+    NotificationModel(
+        app_id=note.app_id,
+        notification_id=note.notification_id,
+        kind=note.kind,
+        title=note.title,
+        message=note.message,
+        data=note.data,
+        created_at=note.created_at,
+        expires_at=expires_at_s(now_ms),
+    ).save()
     return note
 
 
-def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: int) -> Page[NotificationModel]:
-    return query_page(
+def to_entity(row: NotificationModel) -> Notification:
+    return Notification(
+        app_id=row.app_id,
+        notification_id=row.notification_id,
+        kind=row.kind,
+        title=row.title,
+        message=row.message,
+        created_at=int(row.created_at),
+        data=row.data,
+    )
+
+
+def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: int) -> Page[Notification]:
+    page = query_page(
         NotificationModel,
         app_id,
         limit,
@@ -41,6 +63,7 @@ def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: in
         newest_first=True,
         filter_condition=alive(NotificationModel, now_ms),
     )
+    return Page([to_entity(row) for row in page.items], page.last_key)
 
 
 SUBJECT_MAX = 100  # SNS: at most 100 printable ASCII characters, no line breaks

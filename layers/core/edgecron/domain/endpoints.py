@@ -70,6 +70,21 @@ class Endpoint:
         return receives_runs(self.active, self.disabled_reason)
 
 
+@dataclass(frozen=True)
+class Subscriber:
+    """What a fan-out reads of an Endpoint to decide whether a page makes it a run (never its
+    URL or secrets)."""
+
+    endpoint_id: str
+    active: bool
+    disabled_reason: DisabledReason | None
+    filter_events: tuple[str, ...]
+
+    @property
+    def receives_runs(self) -> bool:
+        return receives_runs(self.active, self.disabled_reason)
+
+
 def receives_runs(active: bool | None, disabled_reason: str | None) -> bool:
     """Whether new runs are made for an Endpoint: one disabled for failing still gets them (as dead
     letters, so nothing published while it is down is lost); one a user turned off does not."""

@@ -7,9 +7,9 @@ from typing import Any
 from edgecron.config import get_settings
 from edgecron.data import apps as data
 from edgecron.data import notifications as notification_data
-from edgecron.data.models import NotificationModel
 from edgecron.data.paging import Page
 from edgecron.domain.apps import App
+from edgecron.domain.notifications import Notification
 from edgecron.errors import NotFound
 from edgecron.services import usage
 
@@ -45,5 +45,5 @@ def usage_of(app_id: str, month: str | None, now_ms: int) -> tuple[str, dict[str
 
 def notifications_page(
     app_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: int
-) -> Page[NotificationModel]:
+) -> Page[Notification]:
     return notification_data.list_page(app_id, limit, cursor, now_ms)

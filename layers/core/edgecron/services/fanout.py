@@ -28,7 +28,6 @@ from edgecron.data import fanout_pages
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import EndpointModel, FanoutPageModel
 from edgecron.data.queues import (
     DeliveryMessage,
     send_deliveries,
@@ -37,10 +36,11 @@ from edgecron.data.queues import (
     send_schedule_dispatch,
 )
 from edgecron.domain import run_states as st
-from edgecron.domain.endpoints import receives_runs
+from edgecron.domain.endpoints import Subscriber
 from edgecron.domain.event_filters import matches_any
 from edgecron.domain.events import Event
 from edgecron.domain.expiry import is_alive
+from edgecron.domain.fanout_pages import FanoutPage
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import ScheduleStatus
@@ -182,7 +182,7 @@ def _event_page(message: FanoutMessage, event_id: str, page_size: int) -> Fanout
         matched = [
             ep.endpoint_id
             for ep in endpoints
-            if receives_runs(ep.active, ep.disabled_reason) and matches_any(ep.filter_events, event.name)
+            if ep.receives_runs and matches_any(ep.filter_events, event.name)
         ]
         created = _create_event_runs(event, matched, now_ms)
         page = _new_page(event_id, n, event.app_id, message.cursor, endpoints, matched, more, now_ms)
@@ -191,7 +191,7 @@ def _event_page(message: FanoutMessage, event_id: str, page_size: int) -> Fanout
             return FanoutReport("skipped", len(matched), created)  # gone, or another delivery won
     elif page.continued:
         return FanoutReport("skipped", len(page.endpoint_ids))  # a repeat of a finished page
-    ids = list(page.endpoint_ids or [])
+    ids = list(page.endpoint_ids)
     failed = send_deliveries([DeliveryMessage(run_id_for(event_id, ep), event.app_id) for ep in ids])
     if failed:
         logger.warning("event runs not enqueued; redispatched by the scan", extra={"count": len(failed)})
@@ -206,11 +206,11 @@ def _new_page(
     n: int,
     app_id: str,
     after: str | None,
-    endpoints: list[EndpointModel],
+    endpoints: list[Subscriber],
     reached: list[str],
     more: bool,
     now_ms: int,
-) -> FanoutPageModel:
+) -> FanoutPage:
     last_id = endpoints[-1].endpoint_id if endpoints else after
     return fanout_pages.new_page(owner_id, n, app_id, after, last_id, reached, more, now_ms)
 
@@ -257,7 +257,7 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
     created = 0
     if page is None:
         endpoints, more = event_data.endpoints_page(fire.app_id, message.cursor, page_size)
-        targets = [ep.endpoint_id for ep in endpoints if receives_runs(ep.active, ep.disabled_reason)]
+        targets = [ep.endpoint_id for ep in endpoints if ep.receives_runs]
         created = _create_fire_runs(schedule, fire, targets, now_ms)
         page = _new_page(owner, n, fire.app_id, message.cursor, endpoints, targets, more, now_ms)
         outcome = fire_data.record_page(fire, page, now_ms)
@@ -268,7 +268,7 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
             return FanoutReport("skipped", len(targets), created)
     elif page.continued:
         return FanoutReport("skipped", len(page.endpoint_ids))
-    ids = list(page.endpoint_ids or [])
+    ids = list(page.endpoint_ids)
     due = fire.due_ms
     send_now, _ = enqueue_plan(due, now_ms)
     if send_now and ids:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from edgecron import clock
+from edgecron.domain import cron as cron_rules
 from edgecron.domain.vocabulary import MissedPolicy, OverlapPolicy, ScheduleStatus
 
 
@@ -53,3 +55,30 @@ class Schedule:
     def fires_next_at(self, fire_at_ms: int) -> bool:
         """ACTIVE, and its stored next fire time is `fire_at_ms`: a dispatcher may fire it."""
         return self.is_active and self.next_fire_at == fire_at_ms
+
+    def spec(self) -> cron_rules.CronSpec | None:
+        """Its cron expression in its time zone; None for a one-time schedule."""
+        return cron_rules.parse_cron(self.cron, self.timezone) if self.cron else None
+
+    def within_window(self, fire_at_ms: int | None) -> int | None:
+        """`fire_at_ms` if it lies inside the [start_at, end_at] window, else None (a time before
+        start_at is never passed: timing starts the search there)."""
+        if fire_at_ms is None or (self.end_at is not None and fire_at_ms > self.end_at):
+            return None
+        return fire_at_ms
+
+    def next_after(self, after_ms: int) -> int | None:
+        """The next fire strictly after `after_ms` inside the window (None for a one-time schedule)."""
+        spec = self.spec()
+        if spec is None:
+            return None
+        nxt = cron_rules.next_fire(spec, clock.from_ms(after_ms))
+        return self.within_window(clock.to_ms(nxt) if nxt else None)
+
+    @property
+    def fire_overlap(self) -> OverlapPolicy | None:
+        """The overlap policy a cron fire is created under; None for ALLOW (and one-time schedules,
+        whose only fire has nothing to overlap with): such a Fire starts at dispatch, as always."""
+        if self.cron is None or self.overlap_policy in (None, OverlapPolicy.ALLOW):
+            return None
+        return self.overlap_policy

@@ -32,11 +32,10 @@ from edgecron.data.queues import (
     send_fire_fanout,
     send_fire_gate,
 )
-from edgecron.domain import cron, jitter
+from edgecron.domain import jitter
 from edgecron.domain import run_states as st
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
-from edgecron.domain.vocabulary import OverlapPolicy
 from edgecron.observability import FIRES, count, logger
 from edgecron.services import fires, quota, usage
 from edgecron.services.task_runs import enqueue_plan
@@ -47,36 +46,6 @@ INTERRUPTED_AFTER_MS = 30_000  # a Fire open this long without started_at was in
 STOPPED = "schedule paused or deleted before the fire was dispatched"
 
 run_id_for = fire_data.run_id
-
-
-def spec_of(schedule: Schedule) -> cron.CronSpec | None:
-    return cron.parse_cron(schedule.cron, schedule.timezone) if schedule.cron else None
-
-
-def next_after_ms(schedule: Schedule, after_ms: int) -> int | None:
-    """The schedule's next fire strictly after `after_ms` (None for a one-time schedule)."""
-    spec = spec_of(schedule)
-    if spec is None:
-        return None
-    nxt = cron.next_fire(spec, clock.from_ms(after_ms))
-    return within_window(schedule, clock.to_ms(nxt) if nxt else None)
-
-
-def within_window(schedule: Schedule, fire_at_ms: int | None) -> int | None:
-    """`fire_at_ms` if it lies inside the schedule's [start_at, end_at] window, else None (a time
-    before start_at is never passed: timing starts the search there)."""
-    if fire_at_ms is None or (schedule.end_at is not None and fire_at_ms > int(schedule.end_at)):
-        return None
-    return fire_at_ms
-
-
-def overlap_of(schedule: Schedule) -> str | None:
-    """The overlap policy a cron fire is created under; None for ALLOW (and one-time schedules,
-    whose only fire has nothing to overlap with): such a Fire starts at dispatch, as always."""
-    policy = schedule.overlap_policy
-    if schedule.cron is None or policy is None or policy == OverlapPolicy.ALLOW:
-        return None
-    return str(policy)
 
 
 @dataclass
@@ -127,7 +96,7 @@ def dispatch_fire(schedule: Schedule, fire_at_ms: int, now_ms: int, *, fresh: bo
         error=error,
         paged=paged and not over_quota,
         due_at_ms=due_at_ms,
-        overlap=overlap_of(schedule),
+        overlap=schedule.fire_overlap,
         waits_long=due_at_ms is not None and fires.waits_past_recent(fire_at_ms, due_at_ms),
     )
     if not created and not over_quota:  # the Fire was already written, and billed then
@@ -290,7 +259,7 @@ def _edited_away(current: Schedule, fire_at_ms: int, now_ms: int) -> bool:
         return False
     if current.cron is None:
         return True
-    return next_after_ms(current, fire_at_ms - 1000) != fire_at_ms
+    return current.next_after(fire_at_ms - 1000) != fire_at_ms
 
 
 def run_plan(fire: Fire, now_ms: int) -> tuple[bool, int | None]:
@@ -365,7 +334,7 @@ def dispatch_due(
             schedule = result.schedule
         if result.refused:
             break  # paused, deleted or moved since it was read: the next scan reads it again
-        advanced = schedule_data.advance(schedule, fire_at, next_after_ms(schedule, fire_at), now_ms)
+        advanced = schedule_data.advance(schedule, fire_at, schedule.next_after(fire_at), now_ms)
         if advanced is None:
             break
         schedule = advanced

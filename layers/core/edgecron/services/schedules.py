@@ -74,7 +74,7 @@ def _timed(schedule: Schedule, now: datetime) -> Schedule:
     if spec is not None and start is not None and start - 1 > clock.to_ms(now):
         search_from = clock.from_ms(start - 1)  # the first fire time at or after start_at
     first = _first_fire_ms(spec, at, search_from if spec is not None else now)
-    next_fire_at = fire_dispatch.within_window(schedule, first)
+    next_fire_at = schedule.within_window(first)
     status = schedule.status
     if spec is not None and end is not None and next_fire_at is None:
         if status == ScheduleStatus.ACTIVE:
@@ -134,13 +134,13 @@ def preview(schedule: Schedule, n: int) -> list[int]:
     """The next n fire times (the stored next one first)."""
     if schedule.next_fire_at is None or n <= 0:
         return []
-    spec = fire_dispatch.spec_of(schedule)
+    spec = schedule.spec()
     first = schedule.next_fire_at
     if spec is None:
         return [first]
     rest = cron.next_fires(spec, clock.from_ms(first), n - 1)
     times = [first, *(clock.to_ms(t) for t in rest)]
-    return [t for t in times if fire_dispatch.within_window(schedule, t) is not None]
+    return [t for t in times if schedule.within_window(t) is not None]
 
 
 def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) -> Schedule:
@@ -212,16 +212,12 @@ def _edited_fields(schedule: Schedule, changes: dict[str, Any]) -> dict[str, Any
 def still_fires_at(schedule: Schedule, fire_at_ms: int) -> bool:
     """Whether the schedule, as edited, fires at `fire_at_ms` (a Fire dispatched ahead before the
     edit stays if so; one it no longer has is cancelled, or it would deliver at the old time)."""
-    spec = fire_dispatch.spec_of(schedule)
+    spec = schedule.spec()
     if spec is None:
         return schedule.next_fire_at == fire_at_ms
     nxt = cron.next_fire(spec, clock.from_ms(fire_at_ms - 1000))
     in_window = schedule.start_at is None or fire_at_ms >= schedule.start_at
-    return (
-        in_window
-        and nxt is not None
-        and fire_dispatch.within_window(schedule, clock.to_ms(nxt)) == fire_at_ms
-    )
+    return in_window and nxt is not None and schedule.within_window(clock.to_ms(nxt)) == fire_at_ms
 
 
 def pause(app_id: str, schedule_id: str, now: datetime, reason: str | None = None) -> Schedule:

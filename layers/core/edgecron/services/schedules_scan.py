@@ -130,7 +130,7 @@ def process_steps(
     cutoff = now - GRACE
     if schedule.next_fire_at < clock.to_ms(cutoff):
         plan = plan_catch_up(
-            fire_dispatch.spec_of(schedule),
+            schedule.spec(),
             clock.from_ms(schedule.at) if schedule.cron is None and schedule.at is not None else None,
             clock.from_ms(schedule.next_fire_at),
             _catch_up_until(schedule, cutoff),
@@ -180,9 +180,7 @@ def apply_catch_up(schedule: Schedule, plan: CatchUpPlan, now: datetime) -> Sche
         )
     if plan.dispatch is None or clock.to_ms(plan.dispatch) != expected:
         _miss_died_dispatch(schedule.schedule_id, expected, now_ms)
-    target = fire_dispatch.within_window(
-        schedule, clock.to_ms(plan.moves_to) if plan.moves_to is not None else None
-    )
+    target = schedule.within_window(clock.to_ms(plan.moves_to) if plan.moves_to is not None else None)
     moved = schedule_data.catch_up_move(
         schedule,
         expected,
@@ -375,7 +373,7 @@ def settle_late_fires(
                 {t: [(r.status, int(r.total_attempts)) for r in runs] for t, runs in runs_at.items()}
             )
             plan = plan_late_fires(
-                fire_dispatch.spec_of(schedule),
+                schedule.spec(),
                 unstarted,
                 cutoff,
                 policy_of(schedule.missed_policy),

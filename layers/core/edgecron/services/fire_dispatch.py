@@ -53,26 +53,19 @@ class DispatchResult:
     fire: Fire | None  # None: refused, the schedule is no longer ACTIVE at this fire time
     created: bool
     enqueued: int
-    schedule: Schedule | None = None  # the schedule as the dispatch read it (None: not read, or gone)
 
     @property
     def refused(self) -> bool:
         return self.fire is None
 
 
-def dispatch_fire(schedule: Schedule, fire_at_ms: int, now_ms: int, *, fresh: bool = False) -> DispatchResult:
-    """Steps (a)-(b) for one fire time; idempotent. The schedule is read again for (a) unless the
-    caller has just read or written it itself (`fresh`: the scan's re-dispatch of an interrupted
-    Fire, which goes on with the Fire even if the schedule has moved past it); the result carries
-    the copy the dispatch went by."""
-    read = schedule if fresh else schedule_data.reload(schedule)
-    if read is None or not read.fires_next_at(fire_at_ms):
-        if not fresh:  # paused or deleted (that cancels its Fires), or moved on by another dispatcher
-            return DispatchResult(
-                None, False, 0, read
-            )  # (which finished this fire time, or recorded it MISSED)
-        return _existing(schedule, schedule.schedule_id, fire_at_ms, now_ms)
-    schedule = read
+def dispatch_fire(schedule: Schedule, fire_at_ms: int, now_ms: int) -> DispatchResult:
+    """Steps (a)-(b) for one fire time; idempotent. `schedule` is the copy the caller has just read
+    fresh or written itself. One that no longer fires at this time makes no new Fire; a Fire written
+    while it did goes on (the scan's re-dispatch of an interrupted Fire), or is cancelled if the
+    schedule stopped."""
+    if not schedule.fires_next_at(fire_at_ms):
+        return _existing(schedule, fire_at_ms, now_ms)
     paged = schedule.is_broadcast
     endpoint_ids = [] if paged else list(schedule.endpoint_ids)
     run_ids = [run_id_for(schedule.schedule_id, fire_at_ms, ep) for ep in endpoint_ids]
@@ -103,7 +96,7 @@ def dispatch_fire(schedule: Schedule, fire_at_ms: int, now_ms: int, *, fresh: bo
         usage.take_back_trigger(schedule.app_id, "schedule", now_ms)
     if created and over_quota:  # not run, not billed, not retried; counts toward auto-pause
         fires.after_settle(fire, fire_data.FAILED, now_ms, error)
-        return DispatchResult(fire, created, 0, schedule)
+        return DispatchResult(fire, created, 0)
     if created:
         count(FIRES)
     return _go_on(schedule, fire, created, now_ms)
@@ -158,37 +151,37 @@ def trigger_fire(schedule: Schedule, now_ms: int) -> Fire | None:
     return fire
 
 
-def _existing(schedule: Schedule | None, schedule_id: str, fire_at_ms: int, now_ms: int) -> DispatchResult:
-    """The schedule (as just read; None: deleted) no longer fires at this time: no new Fire, but one
-    created while it did (by a dispatch that died, or a concurrent one) goes on from where it is, or
-    is cancelled if the schedule stopped."""
-    fire = fire_data.get(schedule_id, fire_at_ms)
+def _existing(schedule: Schedule, fire_at_ms: int, now_ms: int) -> DispatchResult:
+    """The schedule (as just read) no longer fires at this time: no new Fire, but one created while
+    it did (by a dispatch that died, or a concurrent one) goes on from where it is, or is cancelled
+    if the schedule stopped."""
+    fire = fire_data.get(schedule.schedule_id, fire_at_ms)
     if fire is None:
-        return DispatchResult(None, False, 0, schedule)
-    if schedule is None or not schedule.is_active:
+        return DispatchResult(None, False, 0)
+    if not schedule.is_active:
         if fire.status in fire_data.OPEN:
             fires.cancel_fire(fire, now_ms, STOPPED)
-        return DispatchResult(fire, False, 0, schedule)
+        return DispatchResult(fire, False, 0)
     return _go_on(schedule, fire, False, now_ms)
 
 
 def _go_on(schedule: Schedule, fire: Fire, created: bool, now_ms: int) -> DispatchResult:
     if fire.status not in fire_data.OPEN:
-        return DispatchResult(fire, created, 0, schedule)  # settled by an earlier attempt
+        return DispatchResult(fire, created, 0)  # settled by an earlier attempt
     if fire.waits_for_admission:  # its overlap policy decides at its due time
         send_gate(fire, now_ms, near_only=not created)
-        return DispatchResult(fire, created, 0, schedule)
+        return DispatchResult(fire, created, 0)
     if fire.overlap is not None:
         start_admitted(schedule, fire, now_ms)
-        return DispatchResult(fire, created, 0, schedule)
+        return DispatchResult(fire, created, 0)
     if fire.paged:
         if fire.started_at is not None:
-            return DispatchResult(fire, created, 0, schedule)  # fanned out by an earlier attempt
+            return DispatchResult(fire, created, 0)  # fanned out by an earlier attempt
         last_progress = max(fire.created_at, (fire.progress_at or 0))
         if not created and now_ms - last_progress < INTERRUPTED_AFTER_MS:
-            return DispatchResult(fire, created, 0, schedule)  # the fan-out function is dispatching it
+            return DispatchResult(fire, created, 0)  # the fan-out function is dispatching it
         _fan_out(fire)
-        return DispatchResult(fire, created, 0, schedule)
+        return DispatchResult(fire, created, 0)
     return _dispatch_listed(schedule, fire, created, now_ms)
 
 
@@ -242,14 +235,14 @@ def _dispatch_listed(schedule: Schedule, fire: Fire, created: bool, now_ms: int)
         or (not fire.manual and _edited_away(current, fire_at_ms, now_ms))
     ):
         _cancel_runs(fire, now_ms)  # paused, deleted or re-timed meanwhile: these runs are never delivered
-        return DispatchResult(fire, created, 0, schedule)
+        return DispatchResult(fire, created, 0)
     if send_now:
         failed = send_deliveries(messages)
         if failed:
             logger.warning("fire runs not enqueued; redispatched by the scan", extra={"count": len(failed)})
     if fire.started_at is None:  # a gated Fire: dispatched now that its overlap policy admitted it
         fire_data.mark_dispatched(fire, now_ms)
-    return DispatchResult(fire, created, len(messages) if send_now else 0, schedule)
+    return DispatchResult(fire, created, len(messages) if send_now else 0)
 
 
 def _edited_away(current: Schedule, fire_at_ms: int, now_ms: int) -> bool:
@@ -326,19 +319,22 @@ def dispatch_due(
     a fresh read of the schedule; each next one from the copy the advance before it returned."""
     now_ms = clock.to_ms(now)
     handled = 0
-    fresh = False
     while schedule.next_fire_at is not None and schedule.next_fire_at <= horizon_ms and handled < limit:
         fire_at = schedule.next_fire_at
-        result = dispatch_fire(schedule, fire_at, now_ms, fresh=fresh)
-        if result.schedule is not None:
-            schedule = result.schedule
-        if result.refused:
-            break  # paused, deleted or moved since it was read: the next scan reads it again
+        if handled == 0:  # step (a) reads it fresh; each later fire goes by the advance's copy
+            read = schedule_data.reload(schedule)
+            if read is None:
+                break  # deleted: its delete cancelled its Fires
+            schedule = read
+            if not schedule.fires_next_at(fire_at):
+                break  # paused, or moved on by another dispatcher (which finished this fire time,
+                # or recorded it MISSED): the next scan reads it again
+        if dispatch_fire(schedule, fire_at, now_ms).refused:
+            break
         advanced = schedule_data.advance(schedule, fire_at, schedule.next_after(fire_at), now_ms)
         if advanced is None:
             break
         schedule = advanced
-        fresh = True
         handled += 1
     return DueDispatch(handled, schedule)
 

@@ -263,7 +263,7 @@ def redispatch(fire: Fire, now_ms: int, report: ScheduleScanReport) -> None:
     if schedule is None or not schedule.is_active:
         fires.cancel_fire(fire, now_ms, "schedule deleted or paused")
         return
-    fire_dispatch.dispatch_fire(schedule, fire.fire_at, now_ms, fresh=True)
+    fire_dispatch.dispatch_fire(schedule, fire.fire_at, now_ms)
     if not fire.paged and fire.started_at is None and fire.overlap is None:
         fire_data.mark_dispatched(fire, now_ms)
     fires.settle_if_done(fire, now_ms)

@@ -160,6 +160,16 @@ def app_of_run(run_id: str) -> str:
     return str(item["app_id"]["S"]) if item is not None else ""
 
 
+def stored_run(run_id: str) -> Any:
+    """The item of a run as the table holds it now, index keys and all (None if there is none), read
+    from moto's backend: what a test checks the data layer wrote, beside the entity it returns."""
+    from edgecron.data.models import TaskRunModel as R
+    from edgecron_cli.local.moto_server import item_by_sort_key
+
+    item = item_by_sort_key(R.Meta.table_name, run_id)
+    return None if item is None else R.from_raw_data(item)
+
+
 def new_app(name: str = "test") -> tuple[str, str]:
     resp = call_api("POST", "/v1/apps", body={"name": name}, key=ADMIN_KEY)
     assert resp.status == 201, resp.body

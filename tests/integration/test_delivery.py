@@ -14,7 +14,7 @@ from edgecron import clock
 from edgecron.data import runs as run_data
 from edgecron.domain import run_states
 from edgecron_testing.harness import call_api, invoke, sqs_event
-from edgecron_testing.inprocess import app_of_run
+from edgecron_testing.inprocess import app_of_run, stored_run
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump
 
@@ -113,7 +113,7 @@ def test_a_first_attempt_that_succeeds_is_kept_in_the_run_item(
     run = create_run(app_key, ep["id"])
     pump.deliveries()
     assert list(AttemptModel.query(str(run["id"]), consistent_read=True)) == []
-    stored = run_data.get(app_of_run(str(run["id"])), str(run["id"]), consistent=True)
+    stored = stored_run(str(run["id"]))
     assert stored is not None and stored.first_attempt is not None and stored.first_attempt.status_code == 200
     [attempt] = attempts(app_key, run["id"])
     assert (attempt["sequence"], attempt["status_code"], attempt["outcome"]) == (1, 200, "success")
@@ -128,7 +128,7 @@ def test_a_large_first_response_is_an_attempt_item(app_key: str, receiver: Recei
     ep = make_endpoint(app_key, receiver.url("/large"))
     run = create_run(app_key, ep["id"])
     pump.deliveries()
-    stored = run_data.get(app_of_run(str(run["id"])), str(run["id"]), consistent=True)
+    stored = stored_run(str(run["id"]))
     assert stored is not None and stored.first_attempt is None
     assert [int(a.seq) for a in AttemptModel.query(str(run["id"]), consistent_read=True)] == [1]
     [attempt] = attempts(app_key, run["id"])
@@ -372,7 +372,7 @@ def test_a_worker_killed_mid_delivery_is_recovered(
     fixed, run_id = _run_whose_message_is_lost(app_key, receiver.url("/crash"))
     _deliver_then_die(run_id, monkeypatch)
     assert len(receiver.received("/crash")) == 1  # the request went out
-    stored = run_data.get(app_of_run(run_id), run_id, consistent=True)
+    stored = stored_run(run_id)
     assert stored is not None and stored.wake_shard is None and stored.wake_at is None  # no entry
     assert get_run(app_key, run_id)["status"] == "running"
     assert attempts(app_key, run_id) == []
@@ -396,7 +396,7 @@ def test_a_worker_killed_mid_delivery_is_recovered(
         (2, 200, None),
     ]
     assert "may or may not have reached the endpoint" in str(history[0]["error"])
-    done = run_data.get(app_of_run(run_id), run_id, consistent=True)
+    done = stored_run(run_id)
     assert done is not None and done.wake_at is None and done.wake_shard is None  # out of the index
     assert done.claimed_from is None
 

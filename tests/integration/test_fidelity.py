@@ -5,6 +5,7 @@ code, that passes against plain moto and would fail in AWS."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,7 +20,7 @@ from edgecron.data import runs as run_data
 from edgecron.data.models import TaskRunModel
 from edgecron_testing.aws_fidelity import IndexTime, TtlDeletion
 from edgecron_testing.harness import call_api, invoke
-from edgecron_testing.inprocess import app_of_run
+from edgecron_testing.inprocess import app_of_run, stored_run
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import PROVISIONED, Pump, new_app
 
@@ -55,9 +56,11 @@ def waiting_run(now: datetime, deliver_at: datetime, expires_at: datetime | None
         now_ms=now_ms,
     )
     if expires_at is not None:
-        run.expires_at = int(expires_at.timestamp())
+        run = replace(run, expires_at=int(expires_at.timestamp()))
     assert run_data.put_new(run)
-    return run
+    stored = stored_run(run.run_id)
+    assert stored is not None
+    return stored
 
 
 def naive_due_runs(shard: str, now: datetime) -> set[str]:

@@ -23,8 +23,8 @@ from edgecron.config import get_settings
 from edgecron.data import flow_control as flow_data
 from edgecron.data import runs as run_data
 from edgecron.data.flow_control import FLOW_PARTITION, FlowControlModel
-from edgecron.data.models import TaskRunModel
 from edgecron.domain import run_states as st
+from edgecron.domain.task_runs import TaskRun
 from edgecron_testing.harness import call_api, delivery_message, invoke, load_function, sqs_event
 from edgecron_testing.inprocess import UpdateItemCalls
 from edgecron_testing.receiver import Receiver, Reply
@@ -355,13 +355,13 @@ def test_a_worker_batch_under_an_in_flight_limit_takes_and_gives_back_its_leases
     assert writes.updates <= 4, writes.updates  # two writes each way at most
 
 
-def hold_behind(app_id: str, endpoint_id: str, blocker_id: str, run_id: str) -> TaskRunModel | None:
+def hold_behind(app_id: str, endpoint_id: str, blocker_id: str, run_id: str) -> TaskRun | None:
     """`blocker_id` claimed and holding the Endpoint's one in-flight lease, the worker takes `run_id`,
     which flow control holds back; the run as stored then."""
     blocker = run_data.claim(app_id, blocker_id, clock.to_ms(clock.now()))
     assert blocker is not None
     assert flow_data.acquire_lease(
-        app_id, endpoint_id, blocker_id, int(blocker.claim_expires_at), 1, clock.to_ms(clock.now())
+        app_id, endpoint_id, blocker_id, int(blocker.claim_expires_at or 0), 1, clock.to_ms(clock.now())
     )
     invoke("worker", sqs_event([delivery_message(run_id, app_id)], queue("RetryQueue").arn))
     return run_data.get(app_id, run_id, consistent=True)
@@ -378,11 +378,11 @@ def test_a_hold_after_the_check_of_recent_runs_passed_its_run_keeps_a_wake_entry
     late = new_run(key, ep["id"])
     for run_id in (early, late):
         stored = run_data.get(app_id, run_id, consistent=True)
-        assert stored is not None and stored.wake_shard is None  # sent at creation: no entry
+        assert stored is not None and not stored.has_wake_entry  # sent at creation: no entry
     # held soon after its creation: the check is still to read it, so no entry
     held = hold_behind(app_id, ep["id"], early, late)
-    assert held is not None and held.status == st.PENDING and held.wake_shard is None
+    assert held is not None and held.status == st.PENDING and not held.has_wake_entry
     # first taken 200 s after its creation, and held again: past the check's reach, so an entry
     fixed.advance(200)
     held = hold_behind(app_id, ep["id"], early, late)
-    assert held is not None and held.status == st.PENDING and held.wake_shard is not None
+    assert held is not None and held.status == st.PENDING and held.has_wake_entry

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -63,7 +64,7 @@ def test_a_lost_message_of_a_direct_run_sent_at_creation_is_found_by_the_next_sc
     clock.set_clock(fixed)
     run_id = _create_run(app_key, _endpoint(app_key, receiver.url("/lost-direct")))
     stored = run_data.get(app_of_run(run_id), run_id, consistent=True)
-    assert stored is not None and stored.wake_shard is None and stored.wake_at is None  # no entry written
+    assert stored is not None and not stored.has_wake_entry and stored.wake_at is None  # no entry written
     drain_queues()  # the message is lost
     assert _scan()["runs_enqueued"] == 0
     fixed.advance(LAG_SEC - 1)
@@ -77,7 +78,7 @@ def test_a_lost_message_of_a_direct_run_sent_at_creation_is_found_by_the_next_sc
     assert _status(app_key, run_id) == "success"
     assert len(receiver.received("/lost-direct")) == 1
     done = run_data.get(app_of_run(run_id), run_id, consistent=True)
-    assert done is not None and done.wake_shard is None  # terminal: out of the index again
+    assert done is not None and not done.has_wake_entry  # terminal: out of the index again
     report = _scan()  # checked once: a later tick neither reads nor sends it again
     assert report["runs_checked"] == 0 and report["runs_enqueued"] == 0, report
 
@@ -122,8 +123,7 @@ def _finished_runs(app_id: str, endpoint_id: str, created_ms: int, n: int) -> No
             wake_at_ms=None,
             now_ms=created_ms + i,
         )
-        run.status = st.SUCCESS
-        assert run_data.put_new(run)
+        assert run_data.put_new(replace(run, status=st.SUCCESS))
 
 
 class _RunReads:
@@ -382,7 +382,7 @@ def test_a_retry_before_the_check_writes_no_wake_entry_and_a_lost_retry_is_found
     assert pump.once("DeliveryQueue", "worker") == 1
     waiting = run_data.get(app_of_run(run_id), run_id, consistent=True)
     assert waiting is not None and waiting.status == "retry_scheduled"
-    assert waiting.wake_shard is None and waiting.wake_at is None  # the check is still to read it
+    assert not waiting.has_wake_entry and waiting.wake_at is None  # the check is still to read it
     drain_queues()  # the retry's message is lost
     fixed.advance(LAG_SEC)
     report = _scan()
@@ -403,4 +403,4 @@ def test_a_retry_the_check_may_have_passed_keeps_a_wake_entry(receiver: Receiver
     fixed.advance(LAG_SEC - 50)  # its first attempt comes late (a backlog): the check may be near
     assert pump.once("DeliveryQueue", "worker") == 1
     waiting = run_data.get(app_of_run(run_id), run_id, consistent=True)
-    assert waiting is not None and waiting.status == "retry_scheduled" and waiting.wake_shard is not None
+    assert waiting is not None and waiting.status == "retry_scheduled" and waiting.has_wake_entry

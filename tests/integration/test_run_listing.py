@@ -5,6 +5,7 @@ where the last page stopped."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -43,11 +44,10 @@ def seed_runs(app_id: str, n: int, base_ms: int) -> list[TaskRunModel]:
             wake_at_ms=created,
             now_ms=created,
         )
-        run.status = rng.choice(STATUSES)
-        run.wake_shard = None  # finished runs are out of the wake index; keep these out of the scan
-        run.wake_at = None
+        # finished runs are out of the wake index; keep these out of the scan
+        run = replace(run, status=rng.choice(STATUSES), has_wake_entry=False, wake_at=None)
         if i % 10 == 3:
-            run.expires_at = created // 1000 - 1
+            run = replace(run, expires_at=created // 1000 - 1)
         assert run_data.put_new(run)
         runs.append(run)
     return runs[::-1]
@@ -140,7 +140,9 @@ def test_a_run_listed_reflects_its_latest_state() -> None:
     app_id, key = new_app("fresh")
     now_ms = clock.to_ms(clock.now())
     (run,) = seed_runs(app_id, 1, now_ms - 1_000)
-    run.update(actions=[TaskRunModel.status.set(st.DEAD_LETTER)])
+    TaskRunModel(run_partition(app_id, run.run_id), run.run_id).update(
+        actions=[TaskRunModel.status.set(st.DEAD_LETTER)]
+    )
     listed = call_api("GET", "/v1/task-runs", key=key, query={"status": "dead_letter"}).body["data"]
     assert [r["id"] for r in listed] == [run.run_id]
     assert call_api("GET", "/v1/task-runs", key=key, query={"status": st.PENDING}).body["data"] == []

@@ -57,7 +57,7 @@ def old_run(app_id: str, endpoint_id: str, now_ms: int, *, legacy_id: str | None
         wake_at_ms=None,
         now_ms=now_ms,
     )
-    item: dict[str, Any] = run.serialize()
+    item: dict[str, Any] = run_data.to_row(run).serialize()
     item["created_key"] = {"S": run_data.created_key(now_ms, run_id)}
     boto3.client("dynamodb", region_name="us-east-1").put_item(TableName=OLD_TABLE, Item=item)
     return run_id

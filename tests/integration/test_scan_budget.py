@@ -12,13 +12,15 @@ import botocore.client
 import pytest
 
 from edgecron import clock
+from edgecron.config import get_settings
 from edgecron.data import runs as run_data
 from edgecron.data.keys import run_partition
 from edgecron.data.models import ScheduleModel, TaskRunModel
+from edgecron.data.run_checks import check_lag_ms
 from edgecron.services import fire_dispatch
 from edgecron_testing.harness import FakeContext, call_api, load_function
 from edgecron_testing.inprocess import app_of_run
-from tests.integration.conftest import new_app
+from tests.integration.conftest import drain_queues, new_app
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 TIMEOUT_MS = 60_000  # the scan function's timeout
@@ -130,3 +132,27 @@ def test_one_bad_run_or_schedule_never_aborts_a_tick(lambda_time: list[tuple[int
     assert sent_at(lambda_time, good_run), "the good run was not enqueued"
     assert result["unfinished"] == []
     assert result["item_failures"] == 2
+
+
+def test_an_unreadable_run_sent_at_its_creation_never_stops_the_check_of_its_apps_runs(
+    lambda_time: list[tuple[int, str, Any]],
+) -> None:
+    """The check of recent runs reads a run that no longer maps to a Task Run: one item failure, and
+    the run created after it is still found and sent again once its message is lost."""
+    fixed = clock.FixedClock(T0)
+    clock.set_clock(fixed)
+    app_id, key = new_app("unreadable-check")
+    ep = call_api("POST", "/v1/endpoints", key=key, body={"url": "http://127.0.0.1:9/x"}).body["id"]
+    bad_run = delayed_run(key, ep, 0)
+    fixed.advance(0.001)
+    good_run = delayed_run(key, ep, 0)
+    TaskRunModel(run_partition(app_id, bad_run), bad_run).update(
+        actions=[TaskRunModel.deliver_at.remove()]
+    )  # unreadable
+    drain_queues()  # both messages are lost
+    sends_before = len(sent_at(lambda_time, good_run))
+    fixed.advance(check_lag_ms(get_settings()) / 1000 + 1)
+    result = scan()
+    assert result["item_failures"] == 1, result
+    assert len(sent_at(lambda_time, good_run)) == sends_before + 1, "the good run was not sent again"
+    assert result["unfinished"] == []

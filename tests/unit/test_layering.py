@@ -8,6 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUTES = ROOT / "layers" / "core" / "edgecron" / "api" / "routes"
+ABOVE_THE_DATA_LAYER = [ROOT / "layers" / "core" / "edgecron" / d for d in ("services", "api", "domain")]
 PRODUCT = [ROOT / "layers" / "core" / "edgecron", ROOT / "functions"]
 
 
@@ -28,6 +29,18 @@ def test_no_route_imports_the_data_layer() -> None:
             m for m in imported_modules(path) if m.startswith("edgecron.data")
         )
         for path in ROUTES.glob("*.py")
+    }
+    assert {path: mods for path, mods in offenders.items() if mods} == {}
+
+
+def test_services_and_the_api_see_entities_never_the_data_layers_items() -> None:
+    """The data layer maps its pynamodb items to entities: nothing above it imports them (or pynamodb)."""
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(
+            m for m in imported_modules(path) if m.startswith(("edgecron.data.models", "pynamodb"))
+        )
+        for base in ABOVE_THE_DATA_LAYER
+        for path in base.rglob("*.py")
     }
     assert {path: mods for path, mods in offenders.items() if mods} == {}
 

@@ -14,6 +14,7 @@ from edgecron.domain.fires import Fire
 from edgecron.domain.notifications import Notification
 from edgecron.domain.retry_policies import RetryPolicy
 from edgecron.domain.schedules import Schedule
+from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import (
     ErrorKind,
     FanoutStatus,
@@ -109,7 +110,7 @@ def retry_policy_out(p: RetryPolicy) -> RetryPolicyOut:
     )
 
 
-def _run_fields(run: Any) -> dict[str, Any]:
+def _run_fields(run: TaskRun) -> dict[str, Any]:
     return {
         "id": run.run_id,
         "endpoint_id": run.endpoint_id,
@@ -131,11 +132,11 @@ def _run_fields(run: Any) -> dict[str, Any]:
     }
 
 
-def task_run_out(run: Any) -> TaskRunOut:
+def task_run_out(run: TaskRun) -> TaskRunOut:
     return TaskRunOut(**_run_fields(run), payload=run.payload)
 
 
-def task_run_summary(run: Any) -> TaskRunSummary:
+def task_run_summary(run: TaskRun) -> TaskRunSummary:
     """A run in a list: without its payload."""
     return TaskRunSummary(**_run_fields(run))
 
@@ -192,7 +193,7 @@ def schedule_out(s: Schedule, preview: Sequence[int] | None = None) -> ScheduleO
     )
 
 
-def fire_out(f: Fire, runs: Mapping[str, Any], now_ms: int) -> FireOut:
+def fire_out(f: Fire, runs: Mapping[str, TaskRun], now_ms: int) -> FireOut:
     """A Fire with its runs; a SCHEDULED fire already started and due reads as RUNNING."""
     return FireOut(
         fire_time=iso_ms(f.fire_at) or "",

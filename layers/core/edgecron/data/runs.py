@@ -14,7 +14,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
@@ -22,6 +23,7 @@ from pynamodb.exceptions import DoesNotExist
 from edgecron import clock, ids
 from edgecron.config import get_settings
 from edgecron.data import legacy_runs, run_checks, usage
+from edgecron.data.attempts import as_record
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import run_expires_at_s
 from edgecron.data.keys import (
@@ -33,11 +35,14 @@ from edgecron.data.keys import (
     time_key,
     time_window,
 )
-from edgecron.data.models import AttemptRecord, TaskRunModel
+from edgecron.data.models import TaskRunModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain import run_states as st
+from edgecron.domain.attempts import Attempt
 from edgecron.domain.expiry import is_alive
 from edgecron.domain.run_listing import BATCH_GET_MAX, MAX_KEYS_PER_PAGE, RunFilter, collect_page
+from edgecron.domain.task_runs import TaskRun
+from edgecron.domain.vocabulary import RunStatus, Source
 
 M = TaskRunModel
 
@@ -47,6 +52,102 @@ KEY_SETTLE_MS = 60_000  # a run whose id is older than this when it is created g
 
 def created_key(created_ms: int, run_id: str) -> str:
     return f"{time_key(created_ms)}#{run_id}"
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def to_entity(row: TaskRunModel) -> TaskRun:
+    return TaskRun(
+        run_id=row.run_id,
+        app_id=row.app_id,
+        endpoint_id=row.endpoint_id,
+        source=Source(row.source),
+        status=RunStatus(row.status),
+        deliver_at=int(row.deliver_at),
+        created_at=int(row.created_at),
+        updated_at=int(row.updated_at),
+        source_id=row.source_id,
+        fire_at=_opt_int(row.fire_at),
+        payload=row.payload,
+        retry_policy_id=row.retry_policy_id,
+        attempt_count=int(row.attempt_count or 0),
+        total_attempts=int(row.total_attempts or 0),
+        series=int(row.series or 1),
+        next_retry_at=_opt_int(row.next_retry_at),
+        wake_at=_opt_int(row.wake_at),
+        has_wake_entry=row.wake_shard is not None,
+        enqueued_at=_opt_int(row.enqueued_at),
+        claim_token=row.claim_token,
+        claim_expires_at=_opt_int(row.claim_expires_at),
+        claimed_from=RunStatus(row.claimed_from) if row.claimed_from else None,
+        last_error=row.last_error,
+        last_error_kind=row.last_error_kind,
+        last_status_code=_opt_int(row.last_status_code),
+        finished_at=_opt_int(row.finished_at),
+        expires_at=_opt_int(row.expires_at),
+        uncounted=bool(row.uncounted),
+        counted_by_check=bool(row.counted_by_check),
+        settles_fire=bool(row.settles_fire),
+        flow_held=bool(row.flow_held),
+        flow_slot=_opt_int(row.flow_slot),
+    )
+
+
+Unreadable = Callable[[str], None]  # told the id of a stored run that does not map to a TaskRun
+
+
+def _entities(rows: Iterable[TaskRunModel], unreadable: Unreadable | None) -> Iterator[TaskRun]:
+    """The rows as entities; a row that does not map (an attribute missing or malformed) is left out
+    and told to `unreadable`, so one bad item never stops a walk (without it, the error propagates)."""
+    for row in rows:
+        try:
+            yield to_entity(row)
+        except (TypeError, ValueError):
+            if unreadable is None:
+                raise
+            unreadable(row.run_id)
+
+
+def to_row(run: TaskRun) -> TaskRunModel:
+    """The whole item of a new run, with its partition and the `wake` entry its wake time calls for."""
+    return M(
+        run_partition(run.app_id, run.run_id),
+        run.run_id,
+        app_id=run.app_id,
+        endpoint_id=run.endpoint_id,
+        source=str(run.source),
+        source_id=run.source_id,
+        fire_at=run.fire_at,
+        payload=run.payload,
+        retry_policy_id=run.retry_policy_id,
+        status=str(run.status),
+        attempt_count=run.attempt_count,
+        total_attempts=run.total_attempts,
+        series=run.series,
+        deliver_at=run.deliver_at,
+        next_retry_at=run.next_retry_at,
+        wake_shard=_shard(run.run_id) if run.has_wake_entry else None,
+        wake_at=run.wake_at if run.has_wake_entry else None,
+        enqueued_at=run.enqueued_at,
+        last_error=run.last_error,
+        last_error_kind=run.last_error_kind,
+        last_status_code=run.last_status_code,
+        created_at=run.created_at,
+        updated_at=run.updated_at,
+        finished_at=run.finished_at,
+        expires_at=run.expires_at,
+        uncounted=True if run.uncounted else None,
+        counted_by_check=True if run.counted_by_check else None,
+        settles_fire=True if run.settles_fire else None,
+        flow_held=True if run.flow_held else None,
+        flow_slot=run.flow_slot,
+    )
+
+
+def _key(app_id: str, run_id: str) -> TaskRunModel:
+    return M(run_partition(app_id, run_id), run_id, app_id=app_id)
 
 
 def new_run(
@@ -65,41 +166,40 @@ def new_run(
     uncounted: bool = False,
     counted_by_check: bool = False,
     settles_fire: bool = False,
-) -> TaskRunModel:
+) -> TaskRun:
     """A pending run; `wake_at_ms` None for a run whose message is sent now (no `wake` entry: the
     scan's check of recent runs finds it if the message is lost); `uncounted` for a billable run its
     worker counts, `counted_by_check` for one the scan's check of recent runs counts (data/usage.py)."""
     if wake_at_ms is None and (ids.ms_of(run_id) or 0) < now_ms - KEY_SETTLE_MS:
         # its id sorts before the runs the scan's check of recent runs may already have passed
         wake_at_ms = max(deliver_at_ms, now_ms) + get_settings().redispatch_after_sec * 1000
-    return M(
-        run_partition(app_id, run_id),
-        run_id,
+    return TaskRun(
+        run_id=run_id,
         app_id=app_id,
         endpoint_id=endpoint_id,
-        source=source,
+        source=Source(source),
         source_id=source_id,
         fire_at=fire_at,
         payload=payload,
         retry_policy_id=retry_policy_id,
-        status=st.PENDING,
+        status=RunStatus.PENDING,
         deliver_at=deliver_at_ms,
-        wake_shard=None if wake_at_ms is None else _shard(run_id),
+        has_wake_entry=wake_at_ms is not None,
         wake_at=wake_at_ms,
         created_at=now_ms,
         updated_at=now_ms,
         expires_at=run_expires_at_s(now_ms, deliver_at_ms),
-        uncounted=True if uncounted else None,
-        counted_by_check=True if counted_by_check else None,
-        settles_fire=True if settles_fire else None,
+        uncounted=uncounted,
+        counted_by_check=counted_by_check,
+        settles_fire=settles_fire,
     )
 
 
-def _usage_key(run: TaskRunModel) -> usage.Key:
-    return run.app_id, usage.month_of(int(run.created_at)), run.source
+def _usage_key(run: TaskRun) -> usage.Key:
+    return run.app_id, usage.month_of(run.created_at), str(run.source)
 
 
-def _counted(run: TaskRunModel) -> list[Any]:
+def _counted(run: TaskRun) -> list[Any]:
     """Before a worker's write that clears a run's mark: its trigger goes into the counter first."""
     if not run.uncounted:
         return []
@@ -128,15 +228,18 @@ def put_cancelled(
         now_ms=now_ms,
         fire_at=fire_at,
     )
-    run.status = st.CANCELLED
-    run.wake_shard = None
-    run.wake_at = None
-    run.finished_at = now_ms
-    run.last_error = reason
-    return put_new(run)
+    cancelled = replace(
+        run,
+        status=RunStatus.CANCELLED,
+        has_wake_entry=False,
+        wake_at=None,
+        finished_at=now_ms,
+        last_error=reason,
+    )
+    return put_new(cancelled)
 
 
-def put_new(run: TaskRunModel, *, legacy_id: str | None = None) -> bool:
+def put_new(run: TaskRun, *, legacy_id: str | None = None) -> bool:
     """Create the run unless it exists (deterministic ids make a second create a no-op). While the
     table of earlier releases is there, a run it holds (under this id, or `legacy_id`: the id an
     earlier release gave the same run) exists too."""
@@ -146,33 +249,49 @@ def put_new(run: TaskRunModel, *, legacy_id: str | None = None) -> bool:
             return False
         if legacy_id and legacy_id != run.run_id and get(run.app_id, legacy_id, consistent=True) is not None:
             return False
-    if run.wake_shard is None and run.status not in st.TERMINAL:  # only the check finds it if lost
+    if not run.has_wake_entry and run.status not in st.TERMINAL:  # only the check finds it if lost
         # the check walks runs by the time their ids sort by: a schedule run's is its fire time
-        run_checks.cover(run.app_id, max(int(run.created_at), ids.ms_of(run.run_id) or 0))
-    return save_if(run, M.run_id.does_not_exist())
+        run_checks.cover(run.app_id, max(run.created_at, ids.ms_of(run.run_id) or 0))
+    return save_if(to_row(run), M.run_id.does_not_exist())
 
 
-def _update(run: TaskRunModel, actions: list[Any], condition: Any) -> bool:
-    """A conditional update; a run only the table of earlier releases holds is copied over first
-    (conditionally), and the update tried once more."""
-    if update_if(run, actions, condition):
-        return True
+def _update_here(app_id: str, run_id: str, actions: list[Any], condition: Any) -> TaskRun | None:
+    """A conditional update of this table only: the run as stored after it, or None when the
+    condition failed."""
+    item = _key(app_id, run_id)
+    return to_entity(item) if update_if(item, actions, condition) else None
+
+
+def _update_at(app_id: str, run_id: str, actions: list[Any], condition: Any) -> TaskRun | None:
+    """A conditional update: the run as stored after it, or None when the condition failed. A run
+    only the table of earlier releases holds is copied over first (conditionally), and the update
+    tried once more."""
+    updated = _update_here(app_id, run_id, actions, condition)
+    if updated is not None:
+        return updated
     now_ms = clock.to_ms(clock.now())  # only the wake time of a copied unfinished run
-    return legacy_runs.copy_up(run.app_id, run.run_id, now_ms) and update_if(run, actions, condition)
+    if not legacy_runs.copy_up(app_id, run_id, now_ms):
+        return None
+    return _update_here(app_id, run_id, actions, condition)
 
 
-def get(app_id: str, run_id: str, *, consistent: bool = False) -> TaskRunModel | None:
+def _update(run: TaskRun, actions: list[Any], condition: Any) -> TaskRun | None:
+    return _update_at(run.app_id, run.run_id, actions, condition)
+
+
+def get(app_id: str, run_id: str, *, consistent: bool = False) -> TaskRun | None:
     """The run `run_id` of this App: every reader knows the App (a message carries it, an API key
     gives it), and another App's run is indistinguishable from none."""
     if not app_id or not run_id:  # no key names it (DynamoDB refuses an empty key)
         return None
     try:
-        return M.get(run_partition(app_id, run_id), run_id, consistent_read=consistent)
+        return to_entity(M.get(run_partition(app_id, run_id), run_id, consistent_read=consistent))
     except DoesNotExist:
-        return legacy_runs.get(app_id, run_id, consistent=consistent)
+        row = legacy_runs.get(app_id, run_id, consistent=consistent)
+        return None if row is None else to_entity(row)
 
 
-def get_for_app(app_id: str, run_id: str, now_ms: int) -> TaskRunModel | None:
+def get_for_app(app_id: str, run_id: str, now_ms: int) -> TaskRun | None:
     """A run of this App that has not expired; another App's run is indistinguishable from none."""
     run = get(app_id, run_id)
     if run is None or not is_alive(run.expires_at, now_ms):
@@ -180,7 +299,7 @@ def get_for_app(app_id: str, run_id: str, now_ms: int) -> TaskRunModel | None:
     return run
 
 
-def claim(app_id: str, run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskRunModel | None:
+def claim(app_id: str, run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskRun | None:
     """Take a due waiting run (or one whose previous claim expired) for one attempt; None if another
     worker has it, it is finished or cancelled, or it is not due yet.
 
@@ -192,11 +311,11 @@ def claim(app_id: str, run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskR
     if not app_id or not run_id:
         return None
     claim_ms = get_settings().claim_sec * 1000
-    run = M(run_partition(app_id, run_id), run_id, app_id=app_id)
     waiting_and_due = M.status.is_in(*st.WAITING) & (M.deliver_at <= now_ms + early_ms)
     expired = (M.status == st.RUNNING) & (M.claim_expires_at < now_ms)
-    claimed = _update(
-        run,
+    run = _update_at(
+        app_id,
+        run_id,
         [
             # first: DynamoDB reads the old status whatever the order, moto in the order given.
             # "running" means a worker died holding the run, and its attempt was never recorded
@@ -211,14 +330,14 @@ def claim(app_id: str, run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskR
         ],
         M.run_id.exists() & (waiting_and_due | expired),
     )
-    if not claimed:
+    if run is None:
         return None
     if run.uncounted:  # also when taking over a dead worker's claim: its count may never have landed
         usage.claimed(run.run_id, _usage_key(run))
     return run
 
 
-def _owned(run: TaskRunModel) -> Any:
+def _owned(run: TaskRun) -> Any:
     return (M.status == st.RUNNING) & (M.claim_token == run.claim_token)
 
 
@@ -246,19 +365,20 @@ def _result_actions(status_code: int | None, error: str | None, error_kind: str 
 
 
 def finish(
-    run: TaskRunModel,
+    run: TaskRun,
     status: str,
     now_ms: int,
     *,
     status_code: int | None = None,
     error: str | None = None,
     error_kind: str | None = None,
-    first_attempt: AttemptRecord | None = None,
-) -> bool:
-    """End the claimed run: success, failed or dead_letter (with its first Attempt, if given)."""
+    first_attempt: Attempt | None = None,
+) -> TaskRun | None:
+    """End the claimed run: success, failed or dead_letter (with its first Attempt, if given); the
+    run as it ended, or None if it was no longer this worker's."""
     actions = _terminal_actions(status, now_ms) + _result_actions(status_code, error, error_kind)
     if first_attempt is not None:
-        actions.append(M.first_attempt.set(first_attempt))
+        actions.append(M.first_attempt.set(as_record(first_attempt)))
     actions += _counted(run)
     if status in RECOVERABLE:
         actions += _ended_badly_keys(run, status, now_ms)
@@ -269,7 +389,7 @@ RECOVERABLE = (st.DEAD_LETTER, st.FAILED)
 FAILED_PARTITION = "#failed"  # failed runs share the dead_letters index under "<app_id>#failed"
 
 
-def _ended_badly_keys(run: TaskRunModel, status: str, now_ms: int) -> list[Any]:
+def _ended_badly_keys(run: TaskRun, status: str, now_ms: int) -> list[Any]:
     """The `dead_letters` index entry of a run that ended badly: dead letters under the App's id (what
     GET /v1/dead-letters lists), failed runs under the App's id + FAILED_PARTITION, both keyed by
     when they ended, so an Endpoint's recover finds both kinds in a time window."""
@@ -278,7 +398,7 @@ def _ended_badly_keys(run: TaskRunModel, status: str, now_ms: int) -> list[Any]:
 
 
 def schedule_retry(
-    run: TaskRunModel,
+    run: TaskRun,
     due_ms: int,
     wake_at_ms: int | None,
     now_ms: int,
@@ -286,8 +406,8 @@ def schedule_retry(
     status_code: int | None,
     error: str | None,
     error_kind: str | None,
-    first_attempt: AttemptRecord | None = None,
-) -> bool:
+    first_attempt: Attempt | None = None,
+) -> TaskRun | None:
     """Store the retry (status, due time, wake time) before any message announces it, with the
     run's first Attempt if given. `wake_at_ms` None: a run without a `wake` entry keeps none (the
     scan's check of recent runs is still to read it)."""
@@ -306,14 +426,14 @@ def schedule_retry(
         *_result_actions(status_code, error, error_kind),
     ]
     if first_attempt is not None:
-        actions.append(M.first_attempt.set(first_attempt))
+        actions.append(M.first_attempt.set(as_record(first_attempt)))
     actions += _counted(run)
     return _update(run, actions, _owned(run))
 
 
 def release_for_flow(
-    run: TaskRunModel, due_ms: int, wake_at_ms: int | None, now_ms: int, *, slot_ms: int | None
-) -> bool:
+    run: TaskRun, due_ms: int, wake_at_ms: int | None, now_ms: int, *, slot_ms: int | None
+) -> TaskRun | None:
     """Flow control holds the claimed run back until `due_ms`: the claim is given up as if it had
     never been taken (no attempt: the counts it added are taken back), keeping the rate slot it was
     granted (`slot_ms`; None: it takes one when it comes back). `wake_at_ms` gives it a `wake` entry
@@ -338,22 +458,23 @@ def release_for_flow(
     if waiting == st.RETRY_SCHEDULED:
         actions.append(M.next_retry_at.set(due_ms))
     actions += _counted(run)
-    return update_if(run, actions, _owned(run))
+    return _update_here(run.app_id, run.run_id, actions, _owned(run))
 
 
-def _ending_uncounted(run: TaskRunModel, actions: list[Any], condition: Any) -> bool:
+def _ending_uncounted(run: TaskRun, actions: list[Any], condition: Any) -> TaskRun | None:
     """End a run outside a worker (a cancel, a poison message). While it still carries its mark, the
     write clears it on that condition and the trigger is added after (a crash in between loses the
     count of a run never delivered, never double-counts one); a run counted meanwhile ends as any."""
     if run.uncounted:
-        if _update(run, [*actions, M.uncounted.remove()], condition & M.uncounted.exists()):
+        ended = _update(run, [*actions, M.uncounted.remove()], condition & M.uncounted.exists())
+        if ended is not None:
             usage.add(*_usage_key(run))
-            return True
+            return ended
         condition &= M.uncounted.does_not_exist()
     return _update(run, actions, condition)
 
 
-def cancel(run: TaskRunModel, now_ms: int, reason: str) -> bool:
+def cancel(run: TaskRun, now_ms: int, reason: str) -> TaskRun | None:
     actions = [*_terminal_actions(st.CANCELLED, now_ms), M.last_error.set(reason), M.last_error_kind.remove()]
     return _ending_uncounted(run, actions, M.status.is_in(*st.CANCELLABLE))
 
@@ -362,18 +483,18 @@ def _unstarted() -> Any:
     return (M.status == st.PENDING) & (M.total_attempts == 0)
 
 
-def cancel_unstarted(run: TaskRunModel, now_ms: int, reason: str) -> bool:
+def cancel_unstarted(run: TaskRun, now_ms: int, reason: str) -> TaskRun | None:
     """Cancel a run no worker has ever taken; False if one claimed it meanwhile (its outcome stands)."""
     actions = [*_terminal_actions(st.CANCELLED, now_ms), M.last_error.set(reason), M.last_error_kind.remove()]
     return _update(run, actions, _unstarted())
 
 
-def wake_later(run: TaskRunModel, wake_at_ms: int) -> bool:
+def wake_later(run: TaskRun, wake_at_ms: int) -> TaskRun | None:
     """A run whose message may still be queued behind a backlog: look at it again at `wake_at_ms`."""
     return _update(run, [M.wake_at.set(wake_at_ms)], _unstarted() & (M.wake_at == run.wake_at))
 
 
-def mark_enqueued(run: TaskRunModel, wake_at_ms: int, now_ms: int | None = None) -> bool:
+def mark_enqueued(run: TaskRun, wake_at_ms: int, now_ms: int | None = None) -> TaskRun | None:
     """Before the scan enqueues a waiting run: look again only if the message went missing."""
     actions: list[Any] = [M.wake_at.set(wake_at_ms)]
     if now_ms is not None:
@@ -381,12 +502,7 @@ def mark_enqueued(run: TaskRunModel, wake_at_ms: int, now_ms: int | None = None)
     return _update(run, actions, M.status.is_in(*st.WAITING) & (M.wake_at == run.wake_at))
 
 
-def last_sent_ms(run: TaskRunModel) -> int:
-    """When the run's latest message was sent, at the latest: its creation or the scan's last send."""
-    return max(int(run.created_at), int(run.enqueued_at or 0))
-
-
-def release_expired_claim(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bool:
+def release_expired_claim(run: TaskRun, now_ms: int, wake_at_ms: int) -> TaskRun | None:
     """A worker died holding the run and its message is gone: make it deliverable again."""
     return _update(
         run,
@@ -404,8 +520,10 @@ def release_expired_claim(run: TaskRunModel, now_ms: int, wake_at_ms: int) -> bo
     )
 
 
-def wake_at_claim_expiry(run: TaskRunModel) -> bool:
+def wake_at_claim_expiry(run: TaskRun) -> TaskRun | None:
     """The scan woke a run whose claim has not expired yet: look at it again when the claim expires."""
+    if run.claim_expires_at is None:
+        return None
     return _update(
         run,
         [M.wake_at.set(run.claim_expires_at)],
@@ -413,7 +531,7 @@ def wake_at_claim_expiry(run: TaskRunModel) -> bool:
     )
 
 
-def watch(run: TaskRunModel, wake_at_ms: int, *, enqueued_at: int | None = None) -> bool:
+def watch(run: TaskRun, wake_at_ms: int, *, enqueued_at: int | None = None) -> TaskRun | None:
     """Give an unfinished run sent at its creation (no `wake` entry) a `wake` entry, so the scan looks
     after it from now on (with `enqueued_at`: the scan is about to send it again); False if it
     finished or changed since it was read."""
@@ -438,7 +556,9 @@ def per_partition_page(wanted: int) -> int:
     return -(-wanted // RUN_PARTITIONS) + 2
 
 
-def _merged(app_id: str, condition: Any, wanted: int, *, newest_first: bool) -> list[TaskRunModel]:
+def _merged(
+    app_id: str, condition: Any, wanted: int, *, newest_first: bool, unreadable: Unreadable | None = None
+) -> list[TaskRun]:
     """Up to `wanted` of the App's runs whose run id meets `condition`, in run id order (newest
     first if told): a merge of the lazily paged queries of its partitions."""
     size = per_partition_page(wanted)
@@ -447,10 +567,12 @@ def _merged(app_id: str, condition: Any, wanted: int, *, newest_first: bool) -> 
         for part in app_run_partitions(app_id)
     ]
     merged = heapq.merge(*queries, key=lambda run: run.run_id, reverse=newest_first)
-    return list(itertools.islice(merged, wanted))
+    return list(_entities(itertools.islice(merged, wanted), unreadable))
 
 
-def created_between(app_id: str, after_key: str, until_ms: int, limit: int) -> list[TaskRunModel]:
+def created_between(
+    app_id: str, after_key: str, until_ms: int, limit: int, unreadable: Unreadable | None = None
+) -> list[TaskRun]:
     """Up to `limit` of the App's runs created after `after_key` (a run id, or a time_floor) and at
     the latest at `until_ms`, oldest first: the window's runs of each of the App's partitions
     (keyed by time-ordered run id), merged, so it reads nothing older (eventually consistent: a
@@ -458,15 +580,17 @@ def created_between(app_id: str, after_key: str, until_ms: int, limit: int) -> l
     upper = time_floor(until_ms + 1)
     if after_key >= upper:
         return []
-    found = _merged(app_id, M.run_id.between(after_key, upper), limit + 1, newest_first=False)
+    found = _merged(
+        app_id, M.run_id.between(after_key, upper), limit + 1, newest_first=False, unreadable=unreadable
+    )
     return [run for run in found if run.run_id != after_key][:limit]
 
 
-def drop_from_wake_index(run: TaskRunModel) -> bool:
+def drop_from_wake_index(run: TaskRun) -> TaskRun | None:
     return _update(run, [M.wake_shard.remove(), M.wake_at.remove()], M.status.is_in(*st.TERMINAL))
 
 
-def poison(run: TaskRunModel, now_ms: int, reason: str) -> bool:
+def poison(run: TaskRun, now_ms: int, reason: str) -> TaskRun | None:
     """A message the queue gave up on: its run becomes a dead letter only while it is stuck -- due and
     still waiting, or claimed by a worker whose claim expired. A run a live worker holds, or whose next
     attempt is not due yet, is left alone (the message was a stale duplicate)."""
@@ -484,8 +608,8 @@ def poison(run: TaskRunModel, now_ms: int, reason: str) -> bool:
 
 
 def replay(
-    run: TaskRunModel, now_ms: int, wake_at_ms: int, *, from_statuses: tuple[str, ...] = (st.DEAD_LETTER,)
-) -> bool:
+    run: TaskRun, now_ms: int, wake_at_ms: int, *, from_statuses: tuple[str, ...] = (st.DEAD_LETTER,)
+) -> TaskRun | None:
     """A dead letter (or, for a recover, a failed run) starts a new attempt series; earlier
     attempts stay visible."""
     actions = [
@@ -506,10 +630,10 @@ def replay(
 
 def ended_badly(
     app_id: str, endpoint_id: str, since_ms: int, until_ms: int | None, now_ms: int, limit: int
-) -> tuple[list[TaskRunModel], bool]:
+) -> tuple[list[TaskRun], bool]:
     """Up to `limit` runs of the Endpoint that became dead letters or failed in the window (oldest
     first), and whether more remain; read from both partitions of the `dead_letters` index."""
-    found: list[TaskRunModel] = []
+    found: list[TaskRun] = []
     more = False
     for partition in (app_id, app_id + FAILED_PARTITION):
         result = M.dead_letters.query(
@@ -521,18 +645,18 @@ def ended_badly(
             if len(found) == limit:
                 more = True
                 break
-            found.append(run)
+            found.append(to_entity(run))
     return found, more
 
 
-def wake_due(shard: str, until_ms: int | None) -> Iterator[TaskRunModel]:
+def wake_due(shard: str, until_ms: int | None, unreadable: Unreadable | None = None) -> Iterator[TaskRun]:
     """The runs of `shard` whose wake time is at most `until_ms` (all of them if None), in wake order.
     The index holds keys only, so the items are read with consistent batch gets; an entry whose run
     is gone, or whose run left the index or moved past `until_ms` since (the index lags the table),
     is left out."""
     cond = M.wake_at <= until_ms if until_ms is not None else None
     entries = M.wake.query(shard, range_key_condition=cond)  # the entry projects the table key
-    yield from items_of_entries(
+    rows = items_of_entries(
         M,
         ((entry.app_part, entry.run_id) for entry in entries),
         lambda run: (run.app_part, run.run_id),
@@ -542,9 +666,10 @@ def wake_due(shard: str, until_ms: int | None) -> Iterator[TaskRunModel]:
             and (until_ms is None or run.wake_at <= until_ms)
         ),
     )
+    yield from _entities(rows, unreadable)
 
 
-def _list_key(run: TaskRunModel) -> dict[str, Any]:
+def _list_key(run: TaskRun) -> dict[str, Any]:
     """Where a list page resumes: after this run of the App (the cursor names the App, which the
     API checks, and the run id; the partitions are the App's whatever the cursor says)."""
     return {"app_id": {"S": run.app_id}, "run_id": {"S": run.run_id}}
@@ -566,7 +691,7 @@ def list_page(
     source: str | None = None,
     source_id: str | None = None,
     max_keys: int = MAX_KEYS_PER_PAGE,
-) -> Page[TaskRunModel]:
+) -> Page[TaskRun]:
     """Up to `limit` of the App's runs matching the filters, newest first. Reads the App's runs in
     batches (its partitions' queries merged, eventually consistent) and filters here; while a stack upgrades, the runs of the
     table of earlier releases not copied yet follow. The cursor (the key of the last run returned,
@@ -574,7 +699,7 @@ def list_page(
     with fewer matching, so a filter that matches little never reads an App's whole history in one
     request."""
     wanted = RunFilter(app_id, now_ms, status, endpoint_id, source, source_id)
-    read: dict[str, TaskRunModel] = {}
+    read: dict[str, TaskRun] = {}
     Key = tuple[str, dict[str, Any]]
 
     def read_keys(start: dict[str, Any] | None, size: int) -> tuple[list[Key], Any]:
@@ -588,9 +713,10 @@ def list_page(
             after = legacy_runs.list_from_top(app_id)
         return [(run.run_id, _list_key(run)) for run in runs], after
 
-    def fetch(keys: list[Key]) -> dict[str, TaskRunModel]:
+    def fetch(keys: list[Key]) -> dict[str, TaskRun]:
         if keys and legacy_runs.is_list_cursor(keys[0][1]):
-            return legacy_runs.not_copied(app_id, [run_id for run_id, _ in keys])
+            rows = legacy_runs.not_copied(app_id, [run_id for run_id, _ in keys])
+            return {run_id: to_entity(row) for run_id, row in rows.items()}
         return {run_id: read[run_id] for run_id, _ in keys}  # the query read the items themselves
 
     items, last_key = collect_page(
@@ -609,32 +735,35 @@ def dead_letters_page(
     since_ms: int | None = None,
     until_ms: int | None = None,
     error_kind: str | None = None,
-) -> Page[TaskRunModel]:
+) -> Page[TaskRun]:
     rk = time_window(M.dead_key, since_ms, until_ms)
     cond = alive(M, now_ms)
     if endpoint_id:
         cond &= M.endpoint_id == endpoint_id
     if error_kind:
         cond &= M.last_error_kind == error_kind
-    return query_page(
+    page = query_page(
         M, app_id, limit, cursor, index=M.dead_letters, range_key_condition=rk, filter_condition=cond
     )
+    return Page([to_entity(row) for row in page.items], page.last_key)
 
 
-def get_many(app_id: str, run_ids: list[str], *, consistent: bool = True) -> list[TaskRunModel]:
+def get_many(app_id: str, run_ids: list[str], *, consistent: bool = True) -> list[TaskRun]:
     """The App's runs among `run_ids`: batch reads (in pages of 100), strongly consistent unless
     told; runs that do not exist, or are another App's, are left out, and the order is not the
     order of `run_ids`."""
-    out: list[TaskRunModel] = []
+    out: list[TaskRun] = []
     if not app_id:
         return out
     run_ids = [run_id for run_id in run_ids if run_id]
     for start in range(0, len(run_ids), BATCH_GET_MAX):
         keys = [(run_partition(app_id, run_id), run_id) for run_id in run_ids[start : start + BATCH_GET_MAX]]
-        out.extend(M.batch_get(keys, consistent_read=consistent))
+        out.extend(to_entity(row) for row in M.batch_get(keys, consistent_read=consistent))
     if legacy_runs.enabled():  # runs of earlier releases not copied yet
         found = {run.run_id for run in out}
         out.extend(
-            r for i in run_ids if i not in found and (r := legacy_runs.get(app_id, i, consistent=consistent))
+            to_entity(r)
+            for i in run_ids
+            if i not in found and (r := legacy_runs.get(app_id, i, consistent=consistent))
         )
     return out

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from edgecron import clock
 from edgecron.data import runs as run_data
-from edgecron.data.models import TaskRunModel
 from edgecron.domain import run_states as st
+from edgecron.domain.task_runs import TaskRun
 from edgecron.observability import DEAD_LETTERED, count, logger
 from edgecron.schemas.messages import DeliveryBody
 from edgecron.services.delivery import after_run_finished, record_lost_attempt
 
 
-def _healthy(run: TaskRunModel, now_ms: int) -> str | None:
+def _healthy(run: TaskRun, now_ms: int) -> str | None:
     """Why the run is not stuck with the message (None: it is)."""
     if run.status in st.TERMINAL:
         return "already_final"
@@ -41,14 +41,13 @@ def handle_poison(body: DeliveryBody | str, receive_count: int) -> str:
     if healthy is not None:
         logger.info("stale DLQ message for a healthy run", extra={"run_id": run_id, "state": healthy})
         return healthy
-    died_mid_attempt = run.status == st.RUNNING  # the write below refreshes `run`
-    seq, attempt_no = int(run.total_attempts), int(run.attempt_count)
     reason = f"poison message: delivery failed {receive_count} times without an answer from the worker"
-    if run_data.poison(run, now_ms, reason):
-        if died_mid_attempt:  # history keeps one Attempt per HTTP call
-            record_lost_attempt(run, seq, attempt_no, now_ms)
+    dead = run_data.poison(run, now_ms, reason)
+    if dead is not None:
+        if run.status == st.RUNNING:  # it died mid-attempt: history keeps one Attempt per HTTP call
+            record_lost_attempt(dead, run.total_attempts, run.attempt_count, now_ms)
         count(DEAD_LETTERED)
-        after_run_finished(run, st.DEAD_LETTER, now_ms)
+        after_run_finished(dead, st.DEAD_LETTER, now_ms)
         return "dead_lettered"
     fresh = run_data.get(body.app_id, run_id, consistent=True)  # it changed since it was read: say how
     return (_healthy(fresh, now_ms) if fresh is not None else None) or "already_final"

@@ -28,7 +28,6 @@ from edgecron.data import flow_control as flow_data
 from edgecron.data import run_checks
 from edgecron.data import runs as run_data
 from edgecron.data.expiry import expires_at_s
-from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import MAX_DELAY_SEC, DeliveryMessage, send_deliveries
 from edgecron.domain import flow_control as flow
 from edgecron.domain import run_states as st
@@ -38,6 +37,7 @@ from edgecron.domain.http_headers import header_problem, is_reserved
 from edgecron.domain.outcome import AttemptResult, Decision, decide
 from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
 from edgecron.domain.signing import webhook_headers
+from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import DisabledReason, ErrorKind, OperationalEvent
 from edgecron.observability import (
     ATTEMPT_LATENCY_MS,
@@ -120,7 +120,7 @@ class DeliveryContext:
     (None once deleted) and, through the batch, the retry policy its result needs (not read when
     the attempt succeeds)."""
 
-    run: TaskRunModel
+    run: TaskRun
     endpoint: Endpoint | None
     batch: DeliveryBatch
 
@@ -194,9 +194,8 @@ def _flow_control(
     run = ctx.run
     interval = limits.interval_us
     if interval is not None:
-        kept = run.flow_slot is not None and int(run.flow_slot) == int(run.deliver_at)
-        if kept:
-            slot_ms = int(run.flow_slot)
+        if run.flow_slot is not None and run.flow_slot == run.deliver_at:  # the slot it was granted
+            slot_ms = run.flow_slot
         else:
             slot_us = flow_data.take_slot(run.app_id, run.endpoint_id, now_ms * flow.US_PER_MS, interval)
             slot_ms = flow.slot_ms_of(slot_us)
@@ -210,7 +209,7 @@ def _flow_control(
             run.app_id,
             run.endpoint_id,
             run.run_id,
-            int(run.claim_expires_at),  # a worker that dies leaks nothing past its claim
+            run.claim_expires_at or now_ms,  # a worker that dies leaks nothing past its claim
             limits.max_in_flight,
             clock.to_ms(clock.now()),
         )
@@ -231,14 +230,14 @@ def _wait_for(slot_ms: int) -> bool:
     return True
 
 
-def _check_covers(run: TaskRunModel, now_ms: int) -> bool:
+def _check_covers(run: TaskRun, now_ms: int) -> bool:
     """A run without a `wake` entry that the scan's check of recent runs is still to read: a short
     wait (a retry, a flow-control hold) needs no entry, since the check finds the run if its message is
     lost. Once the check may have passed the run, the wait writes the entry any other run gets."""
-    return run.wake_shard is None and run_checks.checked_later(run.run_id, now_ms, get_settings())
+    return not run.has_wake_entry and run_checks.checked_later(run.run_id, now_ms, get_settings())
 
 
-def _hold(run: TaskRunModel, due_ms: int, now_ms: int, *, slot_ms: int | None) -> DeliveryReport:
+def _hold(run: TaskRun, due_ms: int, now_ms: int, *, slot_ms: int | None) -> DeliveryReport:
     """Flow control holds the run back until `due_ms`: its claim is released (not an attempt, not a
     failure) and its message re-sent with the delay, or, beyond the SQS delay range, left to a
     `wake` entry at its due time. A run sent at its creation has no entry and gets none for a short
@@ -248,10 +247,11 @@ def _hold(run: TaskRunModel, due_ms: int, now_ms: int, *, slot_ms: int | None) -
     wake_ms: int | None = due_ms + get_settings().redispatch_after_sec * 1000 if direct else due_ms
     if direct and _check_covers(run, now_ms):
         wake_ms = None
-    if not run_data.release_for_flow(run, due_ms, wake_ms, now_ms, slot_ms=slot_ms):
+    held = run_data.release_for_flow(run, due_ms, wake_ms, now_ms, slot_ms=slot_ms)
+    if held is None:
         logger.warning("run changed while flow control held it", extra={"run_id": run.run_id})
         return DeliveryReport(run.run_id, "skipped")
-    fires.run_held_until(run, due_ms)
+    fires.run_held_until(held, due_ms)
     if direct:
         send_deliveries([DeliveryMessage(run.run_id, run.app_id, delay_sec)], retry=True)
     logger.info(
@@ -269,7 +269,7 @@ def _requeue_for_time(run_id: str, app_id: str) -> DeliveryReport:
     return DeliveryReport(run_id, "requeued")
 
 
-def _wait_until_due(run: TaskRunModel, now_ms: int) -> None:
+def _wait_until_due(run: TaskRun, now_ms: int) -> None:
     """SQS delays are whole seconds (rounded down), so a message may arrive up to 1 s early."""
     early_ms = int(run.deliver_at) - now_ms
     if 0 < early_ms <= EARLY_MS:
@@ -292,7 +292,7 @@ def _not_claimed(app_id: str, run_id: str, now_ms: int) -> DeliveryReport:
     return DeliveryReport(run_id, "skipped")
 
 
-def _request_body(run: TaskRunModel, method: str) -> bytes | None:
+def _request_body(run: TaskRun, method: str) -> bytes | None:
     if method in {"GET", "DELETE"} and run.payload is None:
         return None
     return json.dumps(run.payload, separators=(",", ":")).encode()
@@ -342,7 +342,7 @@ def _trace_id() -> str | None:
 
 
 def _attempt_of(
-    run: TaskRunModel, outcome: HttpOutcome | None, result: AttemptResult, decision: Decision, started_ms: int
+    run: TaskRun, outcome: HttpOutcome | None, result: AttemptResult, decision: Decision, started_ms: int
 ) -> Attempt:
     return Attempt(
         run_id=run.run_id,
@@ -369,7 +369,7 @@ LOST_ATTEMPT_ERROR = (
 )
 
 
-def record_lost_attempt(run: TaskRunModel, seq: int, attempt_no: int, now_ms: int) -> None:
+def record_lost_attempt(run: TaskRun, seq: int, attempt_no: int, now_ms: int) -> None:
     """History has one Attempt per HTTP call: a worker that died mid-call left none, so the one that
     takes the run over records it, unless the dead worker got as far as recording it itself."""
     if seq < 1 or attempt_no < 1:
@@ -411,7 +411,7 @@ def _conclude(
     attempt = _attempt_of(run, outcome, result, decision, started_ms)
     # The first Attempt rides on the run's own update; any other is stored before it, so a crash
     # between the two still leaves the Attempt (the run stays claimed and is taken over).
-    inline = attempt_data.as_record(attempt) if attempt_data.fits_in_run(attempt) else None
+    inline = attempt if attempt_data.fits_in_run(attempt) else None
     if inline is None:
         attempt_data.put(attempt)
     if outcome is not None:
@@ -424,7 +424,7 @@ def _conclude(
         wake_ms: int | None = due_ms + get_settings().redispatch_after_sec * 1000 if direct else due_ms
         if direct and _check_covers(run, now_ms):
             wake_ms = None
-        if run_data.schedule_retry(
+        waiting = run_data.schedule_retry(
             run,
             due_ms,
             wake_ms,
@@ -433,9 +433,10 @@ def _conclude(
             error=error,
             error_kind=kind,
             first_attempt=inline,
-        ):
+        )
+        if waiting is not None:
             count(RETRY_SCHEDULED)
-            fires.run_waits_for_retry(run)
+            fires.run_waits_for_retry(waiting)
             if direct:
                 send_deliveries(
                     [DeliveryMessage(run.run_id, run.app_id, (due_ms - now_ms) / 1000)], retry=True
@@ -444,7 +445,7 @@ def _conclude(
             attempt_data.put(attempt)  # the run moved on meanwhile; the HTTP call still happened
         return DeliveryReport(run.run_id, "retry")
     status = {"success": st.SUCCESS, "failed": st.FAILED, "dead_letter": st.DEAD_LETTER}[decision.outcome]
-    if run_data.finish(
+    finished = run_data.finish(
         run,
         status,
         now_ms,
@@ -452,13 +453,14 @@ def _conclude(
         error=error,
         error_kind=kind,
         first_attempt=inline,
-    ):
+    )
+    if finished is not None:
         count(
             {"success": DELIVERY_SUCCEEDED, "failed": DELIVERY_FAILED, "dead_letter": DEAD_LETTERED}[
                 decision.outcome
             ]
         )
-        after_run_finished(run, status, now_ms, ctx.endpoint)
+        after_run_finished(finished, status, now_ms, ctx.endpoint)
     else:
         if inline is not None:
             attempt_data.put(attempt)  # the run moved on meanwhile; the HTTP call still happened
@@ -466,7 +468,7 @@ def _conclude(
     return DeliveryReport(run.run_id, decision.outcome)
 
 
-def after_run_finished(run: TaskRunModel, status: str, now_ms: int, endpoint: Endpoint | None = None) -> None:
+def after_run_finished(run: TaskRun, status: str, now_ms: int, endpoint: Endpoint | None = None) -> None:
     """Count the run for its Endpoint's health and settle what it belongs to (a schedule's Fire)
     once the run is terminal. `endpoint` is the Endpoint the delivery read, when it read one."""
     endpoint_health.run_ended(run, status, now_ms, endpoint)

@@ -12,10 +12,10 @@ from typing import Any
 from edgecron.clock import iso_ms
 from edgecron.data import endpoints as data
 from edgecron.data import notifications
-from edgecron.data.models import TaskRunModel
 from edgecron.domain import run_states as st
 from edgecron.domain.endpoint_health import SUCCESS_RESOLUTION_MS, counts, should_disable, success_needs_write
 from edgecron.domain.endpoints import Endpoint
+from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import NotificationKind, OperationalEvent
 from edgecron.observability import ENDPOINTS_DISABLED, ENDPOINTS_FAILING, count, logger
 from edgecron.services import operational_events
@@ -23,7 +23,7 @@ from edgecron.services import operational_events
 FAILING_WARNING_QUIET_MS = 3_600_000  # at most one ENDPOINT_FAILING warning per Endpoint an hour
 
 
-def run_ended(run: TaskRunModel, status: str, now_ms: int, endpoint: Endpoint | None = None) -> None:
+def run_ended(run: TaskRun, status: str, now_ms: int, endpoint: Endpoint | None = None) -> None:
     """Count one finished run. `endpoint` is the Endpoint as the delivery read it (None when it
     was not read): a success on a healthy one writes nothing unless the last success on record is
     more than a minute old."""
@@ -43,7 +43,7 @@ _written_successes: dict[tuple[str, str], int] = {}
 _WRITTEN_SUCCESSES_MAX = 10_000
 
 
-def _succeeded(run: TaskRunModel, endpoint: Endpoint | None, now_ms: int) -> None:
+def _succeeded(run: TaskRun, endpoint: Endpoint | None, now_ms: int) -> None:
     key = (run.app_id, run.endpoint_id)
     health = endpoint.health if endpoint is not None else None
     if health is not None and health.consecutive_failures == 0:
@@ -57,7 +57,7 @@ def _succeeded(run: TaskRunModel, endpoint: Endpoint | None, now_ms: int) -> Non
         _written_successes[key] = now_ms
 
 
-def _failed(run: TaskRunModel, now_ms: int) -> None:
+def _failed(run: TaskRun, now_ms: int) -> None:
     app_id, endpoint_id = run.app_id, run.endpoint_id
     after = data.record_failure(app_id, endpoint_id, now_ms)
     if after is None:  # deleted meanwhile
@@ -85,7 +85,7 @@ def _name(endpoint: Endpoint) -> str:
     return endpoint.description or endpoint.endpoint_id
 
 
-def _warn_failing(endpoint: Endpoint, cause: TaskRunModel, now_ms: int) -> None:
+def _warn_failing(endpoint: Endpoint, cause: TaskRun, now_ms: int) -> None:
     count(ENDPOINTS_FAILING)
     notifications.record(
         endpoint.app_id,
@@ -102,7 +102,7 @@ def _warn_failing(endpoint: Endpoint, cause: TaskRunModel, now_ms: int) -> None:
     logger.warning("endpoint failing", extra={"endpoint_id": endpoint.endpoint_id})
 
 
-def _announce_disabled(endpoint: Endpoint, cause: TaskRunModel, now_ms: int) -> None:
+def _announce_disabled(endpoint: Endpoint, cause: TaskRun, now_ms: int) -> None:
     count(ENDPOINTS_DISABLED)
     facts = {**_facts(endpoint), "disabled_reason": str(endpoint.disabled_reason)}
     message = (

@@ -14,11 +14,11 @@ from edgecron import clock, ids
 from edgecron.data import events as data
 from edgecron.data import fanout_pages
 from edgecron.data import runs as run_data
-from edgecron.data.models import TaskRunModel
 from edgecron.data.paging import Page
 from edgecron.data.queues import send_fanout
 from edgecron.domain.events import Event
 from edgecron.domain.expiry import is_alive
+from edgecron.domain.task_runs import TaskRun
 from edgecron.errors import Conflict, NotFound, ParamInvalid
 from edgecron.observability import logger
 from edgecron.schemas.events import EventCreate
@@ -115,7 +115,7 @@ def list_page(
 class Delivery:
     endpoint_id: str
     run_id: str
-    run: TaskRunModel | None  # None once the run expired
+    run: TaskRun | None  # None once the run expired
 
 
 DeliveriesCursor = tuple[int, int]  # (fan-out page, index in that page)

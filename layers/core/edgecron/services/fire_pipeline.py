@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import Backlog
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
+from edgecron.domain.task_runs import TaskRun
 from edgecron.services import fire_dispatch, fire_overlap, fires, schedules_scan
 from edgecron.services.fire_dispatch import DueDispatch
 from edgecron.services.scan_work import Work
@@ -80,19 +80,19 @@ def catch_up(schedule: Schedule, now: datetime, horizon_ms: int, report: Schedul
     return schedules_scan.process(schedule, now, horizon_ms, report)
 
 
-def is_late_first_delivery(run: TaskRunModel, now_ms: int) -> bool:
+def is_late_first_delivery(run: TaskRun, now_ms: int) -> bool:
     """Whether the reconcile owns this run (a schedule run whose first message was lost)."""
     return schedules_scan.is_late_first_delivery(run, now_ms)
 
 
 def reconcile_late(
-    late: list[TaskRunModel], now: datetime, *, queues_lost: bool = False, state: Backlog | None = None
-) -> tuple[list[TaskRunModel], LateReport]:
+    late: list[TaskRun], now: datetime, *, queues_lost: bool = False, state: Backlog | None = None
+) -> tuple[list[TaskRun], LateReport]:
     """Schedule runs no worker took in time: a backlog waits, a lost message follows the policy."""
     return schedules_scan.reconcile_late(late, now, queues_lost=queues_lost, state=state)
 
 
-def settle(run: TaskRunModel, status: str, now_ms: int) -> None:
+def settle(run: TaskRun, status: str, now_ms: int) -> None:
     """A schedule run reached a final status: settle its Fire if it was the last one open."""
     fires.run_settled(run, status, now_ms)
 

@@ -11,9 +11,9 @@ from edgecron.data import fires as fire_data
 from edgecron.data import notifications
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import TaskRunModel
 from edgecron.domain import run_states as st
 from edgecron.domain.fires import Fire
+from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import NotificationKind, OperationalEvent, ScheduleStatus
 from edgecron.observability import AUTO_PAUSED, count, logger
 from edgecron.schemas.schedules import PAUSE_REASON_MAX
@@ -33,7 +33,7 @@ def fire_status(statuses: list[str]) -> str | None:
     return fire_data.COMPLETED
 
 
-def run_settled(run: TaskRunModel, status: str, now_ms: int) -> None:
+def run_settled(run: TaskRun, status: str, now_ms: int) -> None:
     """Called when a schedule run reaches a terminal state."""
     if run.source_id is None or run.fire_at is None:
         return
@@ -57,7 +57,7 @@ def run_settled(run: TaskRunModel, status: str, now_ms: int) -> None:
     settle_if_done(fire, now_ms, known={run.run_id: status}, errors=errors)
 
 
-def schedule_stopped(run: TaskRunModel) -> bool:
+def schedule_stopped(run: TaskRun) -> bool:
     """Whether a schedule run taken again (a retry, or a run a dead worker held) belongs to a paused or
     deleted schedule: the pause could not cancel it while it was running, so its next attempt is not
     made. First attempts need no read: pause and delete cancel those while they wait."""
@@ -67,13 +67,14 @@ def schedule_stopped(run: TaskRunModel) -> bool:
     return schedule is None or schedule.status != ScheduleStatus.ACTIVE
 
 
-def cancel_claimed(run: TaskRunModel, now_ms: int, reason: str) -> None:
+def cancel_claimed(run: TaskRun, now_ms: int, reason: str) -> None:
     """End a run the caller holds the claim of as cancelled, and settle its Fire."""
-    if run_data.finish(run, st.CANCELLED, now_ms, error=reason):
-        run_settled(run, st.CANCELLED, now_ms)
+    cancelled = run_data.finish(run, st.CANCELLED, now_ms, error=reason)
+    if cancelled is not None:
+        run_settled(cancelled, st.CANCELLED, now_ms)
 
 
-def run_final_again(run: TaskRunModel, now_ms: int) -> None:
+def run_final_again(run: TaskRun, now_ms: int) -> None:
     """A message came back for a schedule run that is already final: the worker that finished it may
     have died before settling its Fire (SQS redelivers what a failed invocation did not delete), so
     settle it now if every run is final. A broadcast Fire settles only once each run was counted:
@@ -88,7 +89,7 @@ def run_final_again(run: TaskRunModel, now_ms: int) -> None:
     settle_if_done(fire, now_ms)
 
 
-def run_waits_for_retry(run: TaskRunModel) -> None:
+def run_waits_for_retry(run: TaskRun) -> None:
     """A schedule run's first attempt ended in a retry: its Fire, if bound to listed Endpoints,
     enters the open-fires index, so a pause finds it however long the retries take."""
     if (
@@ -110,7 +111,7 @@ def waits_past_recent(fire_at_ms: int, due_ms: int) -> bool:
     return due_ms - fire_at_ms >= RECENT_WINDOW_MS
 
 
-def run_held_until(run: TaskRunModel, due_ms: int) -> None:
+def run_held_until(run: TaskRun, due_ms: int) -> None:
     """Flow control left a schedule run waiting until `due_ms`: if that is long after its fire time,
     its Fire enters the open-fires index (as for a retry), so a pause finds it however long the wait."""
     if run.source != "schedule" or run.source_id is None or run.fire_at is None:
@@ -128,7 +129,7 @@ def settle_if_done(
     run_ids = fire_data.all_run_ids(fire)
     if run_ids is None:
         return None  # a broadcast Fire still being fanned out: more runs are coming
-    runs: dict[str, TaskRunModel] = {}
+    runs: dict[str, TaskRun] = {}
     statuses = []
     for start in range(0, len(run_ids), 100):  # stop reading at the first run still open
         chunk = run_ids[start : start + 100]

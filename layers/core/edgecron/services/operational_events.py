@@ -22,16 +22,16 @@ from edgecron.clock import iso_ms
 from edgecron.data import apps as app_data
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import events as event_data
-from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import send_fanout
 from edgecron.domain.endpoints import Endpoint
 from edgecron.domain.event_filters import is_operational, matches_any
 from edgecron.domain.events import Event
+from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import OperationalEvent, Source
 from edgecron.observability import logger
 
 
-def is_operational_delivery(run: TaskRunModel) -> bool:
+def is_operational_delivery(run: TaskRun) -> bool:
     """Whether the run delivers an operational event (nothing is published about such a run)."""
     if run.source != Source.EVENT or not run.source_id:
         return False
@@ -65,7 +65,7 @@ def publish(
     data: dict[str, Any],
     now_ms: int,
     *,
-    cause: TaskRunModel | None = None,
+    cause: TaskRun | None = None,
 ) -> Event | None:
     """Publish one operational event into the App; None when nothing was published (no Endpoint
     subscribes, or `cause` is itself the delivery of an operational event). Never raises."""
@@ -83,7 +83,7 @@ def publish(
         return None
 
 
-def run_facts(run: TaskRunModel) -> dict[str, Any]:
+def run_facts(run: TaskRun) -> dict[str, Any]:
     """What an operational event says about a run."""
     return {
         "task_run_id": run.run_id,

@@ -15,10 +15,10 @@ from edgecron.config import Settings, get_settings
 from edgecron.data import legacy_runs, run_checks
 from edgecron.data import queues as queue_data
 from edgecron.data import runs as run_data
-from edgecron.data.models import TaskRunModel
 from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.data.run_checks import check_lag_ms
 from edgecron.domain import run_states as st
+from edgecron.domain.task_runs import TaskRun
 from edgecron.observability import SCAN_DURATION_MS, logger, millis
 from edgecron.services import fire_pipeline, usage
 from edgecron.services.delivery import record_lost_attempt
@@ -121,7 +121,7 @@ def run_work(now: datetime, report: ScanReport, *, rebuild: bool = False) -> Wor
     now_ms = clock.to_ms(now)
     horizon = now_ms + settings.lookahead_sec * 1000
     outbox: list[DeliveryMessage] = []
-    late: list[TaskRunModel] = []
+    late: list[TaskRun] = []
     backlog = None if rebuild else queue_data.backlog()  # before this tick sends anything
     try:
         tick = _Tick(now_ms, horizon, settings, report, outbox, late, rebuild)
@@ -132,7 +132,7 @@ def run_work(now: datetime, report: ScanReport, *, rebuild: bool = False) -> Wor
             item_failed("recent runs", "*")
         for i in range(settings.shards):
             shard = (first_shard(now_ms, settings.shards) + i) % settings.shards
-            for run in run_data.wake_due(str(shard), None if rebuild else horizon):
+            for run in run_data.wake_due(str(shard), None if rebuild else horizon, tick.unreadable):
                 if run.run_id in tick.handled:
                     continue  # its entry is the one the check just gave it
                 try:
@@ -164,9 +164,14 @@ class _Tick:
     settings: Settings
     report: ScanReport
     outbox: list[DeliveryMessage]
-    late: list[TaskRunModel]
+    late: list[TaskRun]
     rebuild: bool
     handled: set[str] = field(default_factory=set)  # runs the check handled: the wake walk skips them
+
+    def unreadable(self, run_id: str) -> None:
+        """A stored run that cannot be read is one bad item: counted, and the walk goes on."""
+        self.report.item_failures += 1
+        item_failed("run", run_id)
 
 
 def check_recent_runs(tick: _Tick) -> Work:
@@ -197,7 +202,7 @@ def _check_app(
     if check is not None and check.created_until is not None and check.created_until < ids.floor_ms(after):
         return  # every run of the App sent at creation is at or before its mark: nothing to read
     moved = False
-    while batch := run_data.created_between(app_id, after, until, CHECK_BATCH):
+    while batch := run_data.created_between(app_id, after, until, CHECK_BATCH, tick.unreadable):
         for run in batch:
             try:
                 check_one(run, tick)
@@ -236,11 +241,11 @@ def _resume_from(mark: str | None) -> str | None:
     return mark
 
 
-def check_one(run: TaskRunModel, tick: _Tick) -> None:
+def check_one(run: TaskRun, tick: _Tick) -> None:
     """A recent run without a `wake` entry that is not finished: its message was lost, is late, or its
     worker may have died. A waiting run whose wake time (due + REDISPATCH_AFTER_SEC) has come is sent
     again and looked at again REDISPATCH_AFTER_SEC later; any other gets the entry it would have had."""
-    if run.wake_shard is not None or run.status in st.TERMINAL:
+    if run.has_wake_entry or run.status in st.TERMINAL:
         return  # the wake index looks after it, or nothing is left to do
     redispatch_ms = tick.settings.redispatch_after_sec * 1000
     wake = int(run.deliver_at) + redispatch_ms
@@ -252,25 +257,26 @@ def check_one(run: TaskRunModel, tick: _Tick) -> None:
             tick.handled.add(run.run_id)
             tick.outbox.append(DeliveryMessage(run.run_id, run.app_id, due_ms=int(run.deliver_at)))
         return
-    if not run_data.watch(run, wake):
+    watched = run_data.watch(run, wake)
+    if watched is None:
         return  # it finished or moved on since it was read
     tick.report.runs_watched += 1
     tick.handled.add(run.run_id)
     if woken:
-        wake_one(run, tick.now_ms, tick.horizon, tick.settings, tick.report, tick.outbox, tick.late)
+        wake_one(watched, tick.now_ms, tick.horizon, tick.settings, tick.report, tick.outbox, tick.late)
 
 
 def wake_one(
-    run: TaskRunModel,
+    run: TaskRun,
     now_ms: int,
     horizon: int,
     settings: Settings,
     report: ScanReport,
     outbox: list[DeliveryMessage],
-    late: list[TaskRunModel],
+    late: list[TaskRun],
 ) -> None:
     if run.status in st.TERMINAL:
-        report.stale_index_entries += run_data.drop_from_wake_index(run)
+        report.stale_index_entries += run_data.drop_from_wake_index(run) is not None
     elif run.status == st.RUNNING:
         expires = run.claim_expires_at
         if expires is not None and expires < now_ms:

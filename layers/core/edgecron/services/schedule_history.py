@@ -7,10 +7,10 @@ from typing import Any
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as data
-from edgecron.data.models import TaskRunModel
 from edgecron.data.paging import Page
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
+from edgecron.domain.task_runs import TaskRun
 
 
 def find(app_id: str, schedule_id: str, *, consistent: bool = False) -> Schedule | None:
@@ -23,13 +23,13 @@ def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[Sc
 
 def fires_page(
     schedule_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: int
-) -> tuple[Page[Fire], dict[str, TaskRunModel]]:
+) -> tuple[Page[Fire], dict[str, TaskRun]]:
     """Fires newest first and their Task Runs by id (one batch read)."""
     page = fire_data.recent(schedule_id, limit, now_ms, cursor)
     runs = {r.run_id: r for fire in page.items for r in run_data.get_many(fire.app_id, list(fire.run_ids))}
     return page, runs
 
 
-def fire_with_runs(fire: Fire) -> tuple[Fire, dict[str, TaskRunModel]]:
+def fire_with_runs(fire: Fire) -> tuple[Fire, dict[str, TaskRun]]:
     """One Fire just written (a trigger's) and its Task Runs by id."""
     return fire, {r.run_id: r for r in run_data.get_many(fire.app_id, list(fire.run_ids))}

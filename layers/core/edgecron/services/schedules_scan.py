@@ -16,7 +16,6 @@ from edgecron.data import fires as fire_data
 from edgecron.data import queues as queue_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import TaskRunModel
 from edgecron.domain import run_states as st
 from edgecron.domain.catchup import (
     CatchUpPlan,
@@ -28,6 +27,7 @@ from edgecron.domain.catchup import (
 )
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
+from edgecron.domain.task_runs import TaskRun
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
 from edgecron.services import fire_dispatch, fires, operational_events, usage
 from edgecron.services.scan_work import Budget, Work, first_shard, item_failed, run_fairly
@@ -270,7 +270,7 @@ def redispatch(fire: Fire, now_ms: int, report: ScheduleScanReport) -> None:
     report.fires_redispatched += 1
 
 
-def is_late_first_delivery(run: TaskRunModel, now_ms: int) -> bool:
+def is_late_first_delivery(run: TaskRun, now_ms: int) -> bool:
     """A schedule run never attempted whose due time has passed, found by the reconcile because its
     message was lost (an outage, a purged queue): it follows the missed-fire policy, not a late run.
     Its due time is its fire time, or later with jitter (or for a Fire that waited for its turn)."""
@@ -292,12 +292,12 @@ class LateReport:
 
 
 def reconcile_late(
-    late: list[TaskRunModel],
+    late: list[TaskRun],
     now: datetime,
     *,
     queues_lost: bool = False,
     state: queue_data.Backlog | None = None,
-) -> tuple[list[TaskRunModel], LateReport]:
+) -> tuple[list[TaskRun], LateReport]:
     """Schedule runs no worker ever took, found after their message should have been consumed. While
     the queues hold a backlog the message may still be among it: look again later (with a growing
     interval), it will be delivered late. Once the queues hold none, or the message is older than the
@@ -312,11 +312,11 @@ def reconcile_late(
         state = queue_data.backlog()
     if not queues_lost:
         redispatch_ms = get_settings().redispatch_after_sec * 1000
-        lost: list[TaskRunModel] = []
+        lost: list[TaskRun] = []
         waiting = state.waiting if state is not None else None
         retention_ms = state.retention_ms if state is not None else None
         for run in late:
-            wake_at = late_run_wake(run_data.last_sent_ms(run), now_ms, waiting, retention_ms, redispatch_ms)
+            wake_at = late_run_wake(run.last_sent_ms, now_ms, waiting, retention_ms, redispatch_ms)
             if wake_at is None:
                 lost.append(run)
             elif run_data.wake_later(run, wake_at):
@@ -329,13 +329,11 @@ def reconcile_late(
     return resend, report
 
 
-def _unstarted(run: TaskRunModel) -> bool:
+def _unstarted(run: TaskRun) -> bool:
     return run.status == st.PENDING and int(run.total_attempts) == 0
 
 
-def settle_late_fires(
-    late: list[TaskRunModel], now: datetime, report: LateReport | None = None
-) -> list[TaskRunModel]:
+def settle_late_fires(late: list[TaskRun], now: datetime, report: LateReport | None = None) -> list[TaskRun]:
     """Runs whose message was lost before any run of their Fire started: the Fire's fate follows the
     missed-fire policy (domain.catchup.plan_late_fires); a Fire with a started run happened, so its
     lost runs are delivered late; a paused or deleted schedule's are cancelled. Every cancel is
@@ -348,7 +346,7 @@ def settle_late_fires(
     by_schedule: dict[tuple[str, str], set[int]] = defaultdict(set)
     for run in late:
         by_schedule[(run.app_id, str(run.source_id))].add(int(run.fire_at))  # type: ignore[arg-type]
-    resend: list[TaskRunModel] = []
+    resend: list[TaskRun] = []
     for (app_id, schedule_id), fire_times in by_schedule.items():
         try:
             schedule = schedule_data.get(app_id, schedule_id, consistent=True)
@@ -364,7 +362,10 @@ def settle_late_fires(
                     ended = 0
                     for run in runs_at[t]:
                         if run.run_id in lost_ids and _unstarted(run):
-                            ended += run_data.cancel_unstarted(run, now_ms, "schedule deleted or paused")
+                            ended += (
+                                run_data.cancel_unstarted(run, now_ms, "schedule deleted or paused")
+                                is not None
+                            )
                     if fire is not None:
                         fires.counted_runs_ended(fire, ended)
                         fires.settle_if_done(fire, now_ms)
@@ -392,7 +393,7 @@ def settle_late_fires(
 MISSED_REASON = "missed: the fire's delivery could not start in time (outage or lost message)"
 
 
-def miss(fire: Fire | None, runs: list[TaskRunModel], now_ms: int, *, policy: str | None = None) -> bool:
+def miss(fire: Fire | None, runs: list[TaskRun], now_ms: int, *, policy: str | None = None) -> bool:
     """Cancel every run of a Fire none of whose runs started and record it MISSED; True if it was.
     A run a worker took meanwhile keeps the Fire open: it settles from its runs' outcomes."""
     cancelled_all = fire is not None and len(runs) == len(fire_data.run_ids_of(fire))

@@ -12,11 +12,11 @@ from edgecron.config import get_settings
 from edgecron.data import attempts as attempt_data
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import runs as data
-from edgecron.data.models import TaskRunModel
 from edgecron.data.paging import Page
 from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.domain import run_states as st
 from edgecron.domain.attempts import Attempt
+from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import RunStatus, Source
 from edgecron.errors import Conflict, NotFound, ParamInvalid, PayloadTooLarge
 from edgecron.schemas.common import MAX_PAYLOAD_BYTES
@@ -39,7 +39,7 @@ def enqueue_plan(deliver_at_ms: int, now_ms: int) -> tuple[bool, int]:
     return False, deliver_at_ms
 
 
-def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | None = None) -> TaskRunModel:
+def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | None = None) -> TaskRun:
     now_ms = clock.to_ms(now)
     if req.deliver_at is not None and req.delay_sec is not None:
         raise ParamInvalid("give either deliver_at or delay_sec, not both", "delay_sec")
@@ -83,7 +83,7 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
     return run
 
 
-def find(app_id: str, run_id: str, now_ms: int) -> TaskRunModel | None:
+def find(app_id: str, run_id: str, now_ms: int) -> TaskRun | None:
     return data.get_for_app(app_id, run_id, now_ms)
 
 
@@ -96,7 +96,7 @@ def list_page(
     status: RunStatus | None = None,
     endpoint_id: str | None = None,
     source: Source | None = None,
-) -> Page[TaskRunModel]:
+) -> Page[TaskRun]:
     if cursor is not None and not data.is_list_cursor(cursor):  # the App checked, not the position
         raise ParamInvalid("cursor is not valid", "cursor")
     return data.list_page(
@@ -112,43 +112,48 @@ def attempts_page(
     return attempt_data.list_page(run.app_id, run.run_id, limit, cursor)
 
 
-def get(app_id: str, run_id: str, now_ms: int) -> TaskRunModel:
+def get(app_id: str, run_id: str, now_ms: int) -> TaskRun:
     run = data.get_for_app(app_id, run_id, now_ms)
     if run is None:
         raise NotFound(f"task run {run_id} not found", "id")
     return run
 
 
-def cancel(app_id: str, run_id: str, now_ms: int) -> TaskRunModel:
+def cancel(app_id: str, run_id: str, now_ms: int) -> TaskRun:
     run = get(app_id, run_id, now_ms)
-    if data.cancel(run, now_ms, "cancelled by the API"):
-        if run.source == "schedule":
-            fires.run_settled(run, st.CANCELLED, now_ms)
-    else:
+    cancelled = data.cancel(run, now_ms, "cancelled by the API")
+    if cancelled is None:
         current = get(app_id, run_id, now_ms)
         raise Conflict(
             f"task run is {current.status}; only pending or retry_scheduled runs can be cancelled",
             "status",
             code="NOT_CANCELLABLE",
         )
-    return get(app_id, run_id, now_ms)
+    if cancelled.source == "schedule":
+        fires.run_settled(cancelled, st.CANCELLED, now_ms)
+    return cancelled
 
 
-def replay(app_id: str, run_id: str, now_ms: int) -> TaskRunModel:
+def replay(app_id: str, run_id: str, now_ms: int) -> TaskRun:
     run = get(app_id, run_id, now_ms)
-    if run.status != st.DEAD_LETTER or not _replay(run, now_ms):
+    replayed = _replay(run, now_ms) if run.status == st.DEAD_LETTER else None
+    if replayed is None:
+        current = get(app_id, run_id, now_ms) if run.status == st.DEAD_LETTER else run
         raise Conflict(
-            f"task run is {run.status}; only dead letters can be replayed", "status", code="NOT_REPLAYABLE"
+            f"task run is {current.status}; only dead letters can be replayed",
+            "status",
+            code="NOT_REPLAYABLE",
         )
-    return get(app_id, run_id, now_ms)
+    return replayed
 
 
-def _replay(run: TaskRunModel, now_ms: int, from_statuses: tuple[str, ...] = (st.DEAD_LETTER,)) -> bool:
+def _replay(run: TaskRun, now_ms: int, from_statuses: tuple[str, ...] = (st.DEAD_LETTER,)) -> TaskRun | None:
+    """A new attempt series for the run, its message sent; None if it is no longer in `from_statuses`."""
     _, wake_at = enqueue_plan(now_ms, now_ms)
-    if not data.replay(run, now_ms, wake_at, from_statuses=from_statuses):
-        return False
-    send_deliveries([DeliveryMessage(run.run_id, run.app_id)])
-    return True
+    replayed = data.replay(run, now_ms, wake_at, from_statuses=from_statuses)
+    if replayed is not None:
+        send_deliveries([DeliveryMessage(run.run_id, run.app_id)])
+    return replayed
 
 
 @dataclass(frozen=True)
@@ -160,7 +165,7 @@ class BulkReplay:
 
 def dead_letters(
     app_id: str, filters: DeadLetterFilter, limit: int, cursor: dict[str, Any] | None, now_ms: int
-) -> Page[TaskRunModel]:
+) -> Page[TaskRun]:
     return data.dead_letters_page(
         app_id,
         limit,
@@ -176,7 +181,7 @@ def dead_letters(
 def replay_bulk(app_id: str, filters: DeadLetterFilter, now_ms: int) -> BulkReplay:
     """Replay up to `limit` matching dead letters; call again while has_more is true."""
     page = dead_letters(app_id, filters, filters.limit, None, now_ms)
-    replayed = sum(1 for run in page.items if _replay(run, now_ms))
+    replayed = sum(1 for run in page.items if _replay(run, now_ms) is not None)
     return BulkReplay(replayed, len(page.items) - replayed, page.last_key is not None)
 
 
@@ -201,5 +206,5 @@ def recover(app_id: str, endpoint_id: str, since_ms: int, until_ms: int | None, 
     if until_ms is not None and until_ms < since_ms:
         raise ParamInvalid("until must not be before since", "until")
     runs, more = data.ended_badly(app_id, endpoint_id, since_ms, until_ms, now_ms, RECOVER_MAX)
-    recovered = sum(1 for run in runs if _replay(run, now_ms, data.RECOVERABLE))
+    recovered = sum(1 for run in runs if _replay(run, now_ms, data.RECOVERABLE) is not None)
     return Recovered(recovered, more)

@@ -7,7 +7,7 @@ scan tick bills its schedule fires from reservations (data/usage.py `reserving`)
 from __future__ import annotations
 
 from edgecron.data import usage as data
-from edgecron.data.models import TaskRunModel
+from edgecron.domain.task_runs import TaskRun
 from edgecron.observability import BILLABLE_TRIGGERS, count
 
 
@@ -35,7 +35,7 @@ counting_batch = data.batch  # a worker invocation counts the runs it claims tog
 billing_ahead = data.reserving  # a scan tick bills its fires from reservations
 
 
-def count_checked(runs: list[TaskRunModel]) -> None:
+def count_checked(runs: list[TaskRun]) -> None:
     """The scan's check of recent runs read these runs once, before it moves its mark past them:
     the ones it counts go into the counters, one ADD per App and month (of their creation). A check
     that dies before its mark moved counts them again: too much, never too little."""

@@ -37,6 +37,7 @@ class _DataKey:
 
 _keys: dict[str, _DataKey] = {}
 _keys_lock = threading.Lock()
+_opening = threading.Lock()  # held while a sealed key or secret is looked up (and on a miss, decrypted)
 
 
 def _data_key(key_id: str) -> _DataKey:
@@ -67,10 +68,12 @@ def seal(plaintext: str) -> str:
 def unseal(stored: str) -> str:
     if stored.startswith(ENVELOPE):
         sealed_key, nonce, box = stored[len(ENVELOPE) :].split(":")
-        key = _open_data_key(caller(), sealed_key)
+        with _opening:  # one KMS call per data key, however many deliveries ask at once
+            key = _open_data_key(caller(), sealed_key)
         return AESGCM(key).decrypt(base64.b64decode(nonce), base64.b64decode(box), _AAD).decode()
     if stored.startswith(PREFIX):
-        return _decrypt(caller(), stored)
+        with _opening:
+            return _decrypt(caller(), stored)
     return stored
 
 

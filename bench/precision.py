@@ -6,7 +6,12 @@ time minus the nominal fire time of the Fire that sent it. The fire time is reco
 (`fire_dispatch.run_id_for(schedule, fire time, endpoint)`), so each id maps back to exactly one
 (schedule, fire time). Fires due less than WARMUP_S after their schedule's create returned are also
 reported apart: the create dispatches its first three fires before it answers and hands the rest of the
-look-ahead window to the fan-out function, so the first seconds after a create are the busiest."""
+look-ahead window to the fan-out function, so the first seconds after a create are the busiest.
+
+A schedule's fires are those after the time its create stored (`created_at`), not after the request
+was sent. A fire due before its schedule's pause that had not been delivered when the pause cancelled
+it counts as a lag of at least the time from its fire to the pause (its true lag is longer); only a
+fire neither delivered nor cancelled by the pause is missing."""
 
 from __future__ import annotations
 
@@ -78,6 +83,7 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
     receiver = Receiver()
     path = "/precision"
     created: list[tuple[str, float, float]] = []  # schedule id, create sent, create answered
+    stored_at: dict[str, datetime] = {}  # schedule id -> the created_at its create stored
     paused: dict[str, float] = {}
     api = patient_api(stack.api_url, stack.api_key)
     try:
@@ -88,6 +94,7 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
             body = {"cron": cron, "endpoint_ids": [endpoint["id"]], "payload": {"schedule": i}}
             schedule = api.ok("POST", "/v1/schedules", body)
             created.append((schedule["id"], sent, time.time()))
+            stored_at[schedule["id"]] = datetime.fromisoformat(str(schedule["created_at"]))
         time.sleep(max(0.0, begin + duration_s - time.time()))
         for schedule_id, _, _ in created:
             api.ok("POST", f"/v1/schedules/{schedule_id}/pause")
@@ -100,8 +107,8 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
     spec = parse_cron(cron, "UTC")
     fire_of: dict[str, tuple[str, int, float]] = {}  # run id -> schedule, fire second, create answered
     expected: set[tuple[str, int]] = set()
-    for schedule_id, sent, answered in created:
-        start = datetime.fromtimestamp(int(sent), UTC)
+    for schedule_id, _, answered in created:
+        start = stored_at[schedule_id]  # its first fire is the first after its create
         for fire in fires_between(
             spec, start, datetime.fromtimestamp(paused[schedule_id] + 80, UTC), MAX_FIRES
         ):
@@ -131,7 +138,14 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
         1 for schedule_id, second in expected if begin + RATE_FROM_S <= second < min(paused.values())
     )
     due_span = min(paused.values(), default=begin) - begin - RATE_FROM_S
-    missing = len(expected - set(seen))
+    run_of = {(sid, second): run_id for run_id, (sid, second, _) in fire_of.items()}
+    undelivered = {fire: _run_state(api, run_of[fire]) for fire in sorted(expected - set(seen))}
+    cancelled_by_pause, missing_fires = undelivered_fates(undelivered, paused)
+    for (sid, second), at_least in cancelled_by_pause.items():
+        lags.append(at_least)
+        if second >= fire_of[run_of[(sid, second)]][2] + WARMUP_S:
+            steady.append(at_least)
+    missing = len(missing_fires)
     duplicates = sum(n - 1 for n in seen.values() if n > 1)
     overall, warm = summary(lags), summary(steady)
     creates = [answered - sent for _, sent, answered in created]
@@ -144,6 +158,8 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
         "deliveries": len(lags),
         "fires_due_before_pause": len(expected),
         "fires_missing": missing,
+        "missing_fires": missing_fires[:MISSING_SHOWN],
+        "cancelled_by_the_pause": len(cancelled_by_pause),
         "duplicates": duplicates,
         "unknown_requests": unknown,
         # fires delivered per second of wall time (from RATE_FROM_S after the first create to the first
@@ -161,7 +177,7 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
         Row(
             "precision",
             f"{label}, all fires",
-            _fmt(overall, missing, duplicates)
+            _fmt(overall, missing, duplicates, len(cancelled_by_pause))
             + (f"; {rate:.1f} fires/s delivered of {due_per_s / due_span:.0f} due" if due_span > 0 else ""),
             target,
             verdict(
@@ -179,6 +195,35 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
     return rows, data
 
 
+MISSING_SHOWN = 20  # missing fires described in results.json
+PAUSE_CANCELS = "schedule paused"  # the last error of a run its schedule's pause cancelled
+
+
+def undelivered_fates(
+    undelivered: dict[tuple[str, int], dict[str, Any]], paused: dict[str, float]
+) -> tuple[dict[tuple[str, int], float], list[dict[str, Any]]]:
+    """Of the fires due before their pause that never arrived (each with its run's state): those the
+    pause cancelled while they still waited, with the lag they had reached by then (their true lag
+    is longer), and those missing (no run, or a run that ended any other way), described."""
+    cancelled: dict[tuple[str, int], float] = {}
+    missing: list[dict[str, Any]] = []
+    for (schedule_id, second), state in sorted(undelivered.items()):
+        waited = paused[schedule_id] - second
+        if state.get("status") == "cancelled" and state.get("last_error") == PAUSE_CANCELS:
+            cancelled[(schedule_id, second)] = waited
+        else:
+            missing.append({"before_pause_s": round(waited, 2), "run": state})
+    return cancelled, missing
+
+
+def _run_state(api: Any, run_id: str) -> dict[str, Any]:
+    resp = api.session.get(f"{api.base_url}/v1/task-runs/{run_id}", timeout=30)
+    if resp.status_code != 200:
+        return {"http_status": resp.status_code}
+    run = resp.json()
+    return {k: run.get(k) for k in ("status", "attempt_count", "last_error", "deliver_at", "created_at")}
+
+
 def delivered_rate(arrivals: list[Any], fire_of: dict[str, Any], start: float, end: float) -> float:
     """Requests of known fires that arrived between `start` and `end` (Unix s), per second."""
     if end <= start:
@@ -187,12 +232,14 @@ def delivered_rate(arrivals: list[Any], fire_of: dict[str, Any], start: float, e
     return count / (end - start)
 
 
-def _fmt(s: dict[str, Any], missing: int | None, duplicates: int | None) -> str:
+def _fmt(s: dict[str, Any], missing: int | None, duplicates: int | None, cancelled: int = 0) -> str:
     if not s.get("count"):
         return "no deliveries"
     text = f"p50 {s['p50_ms']} ms, p99 {s['p99_ms']} ms, max {s['max_ms']} ms ({s['count']} fires"
     if missing is not None:
-        text += f", {missing} not delivered before the pause, {duplicates} duplicates"
+        text += f", {missing} missing, {duplicates} duplicates"
+        if cancelled:
+            text += f", {cancelled} still waiting when the pause cancelled them, counted at that lag"
     return text + ")"
 
 

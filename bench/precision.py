@@ -9,9 +9,9 @@ reported apart: the create dispatches its first three fires before it answers an
 look-ahead window to the fan-out function, so the first seconds after a create are the busiest.
 
 A schedule's fires are those after the time its create stored (`created_at`), not after the request
-was sent. A fire due before its schedule's pause that had not been delivered when the pause cancelled
-it counts as a lag of at least the time from its fire to the pause (its true lag is longer); only a
-fire neither delivered nor cancelled by the pause is missing."""
+was sent. A fire due before its schedule's pause that had not been delivered when it was cancelled, once the
+pause was asked for, counts as a lag of at least the time from its fire to its cancel (its true lag
+is longer); only a fire neither delivered nor cancelled after the pause is missing."""
 
 from __future__ import annotations
 
@@ -84,7 +84,8 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
     path = "/precision"
     created: list[tuple[str, float, float]] = []  # schedule id, create sent, create answered
     stored_at: dict[str, datetime] = {}  # schedule id -> the created_at its create stored
-    paused: dict[str, float] = {}
+    paused: dict[str, float] = {}  # schedule id -> pause answered
+    pause_sent: dict[str, float] = {}
     api = patient_api(stack.api_url, stack.api_key)
     try:
         endpoint = api.ok("POST", "/v1/endpoints", {"url": receiver.url(path)})
@@ -97,6 +98,7 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
             stored_at[schedule["id"]] = datetime.fromisoformat(str(schedule["created_at"]))
         time.sleep(max(0.0, begin + duration_s - time.time()))
         for schedule_id, _, _ in created:
+            pause_sent[schedule_id] = time.time()
             api.ok("POST", f"/v1/schedules/{schedule_id}/pause")
             paused[schedule_id] = time.time()
         time.sleep(SETTLE_S)
@@ -140,7 +142,7 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
     due_span = min(paused.values(), default=begin) - begin - RATE_FROM_S
     run_of = {(sid, second): run_id for run_id, (sid, second, _) in fire_of.items()}
     undelivered = {fire: _run_state(api, run_of[fire]) for fire in sorted(expected - set(seen))}
-    cancelled_by_pause, missing_fires = undelivered_fates(undelivered, paused)
+    cancelled_by_pause, missing_fires = undelivered_fates(undelivered, pause_sent)
     for (sid, second), at_least in cancelled_by_pause.items():
         lags.append(at_least)
         if second >= fire_of[run_of[(sid, second)]][2] + WARMUP_S:
@@ -196,23 +198,24 @@ def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tupl
 
 
 MISSING_SHOWN = 20  # missing fires described in results.json
-PAUSE_CANCELS = "schedule paused"  # the last error of a run its schedule's pause cancelled
 
 
 def undelivered_fates(
-    undelivered: dict[tuple[str, int], dict[str, Any]], paused: dict[str, float]
+    undelivered: dict[tuple[str, int], dict[str, Any]], pause_sent: dict[str, float]
 ) -> tuple[dict[tuple[str, int], float], list[dict[str, Any]]]:
-    """Of the fires due before their pause that never arrived (each with its run's state): those the
-    pause cancelled while they still waited, with the lag they had reached by then (their true lag
-    is longer), and those missing (no run, or a run that ended any other way), described."""
+    """Of the fires due before their pause that never arrived (each with its run's state): those
+    cancelled once their schedule's pause was asked for (by the pause itself, or by the scan, a fan-out
+    or a worker that found the schedule paused), with the lag they had reached when cancelled (their
+    true lag is longer), and those missing (no run, or a run that ended any other way), described."""
     cancelled: dict[tuple[str, int], float] = {}
     missing: list[dict[str, Any]] = []
     for (schedule_id, second), state in sorted(undelivered.items()):
-        waited = paused[schedule_id] - second
-        if state.get("status") == "cancelled" and state.get("last_error") == PAUSE_CANCELS:
-            cancelled[(schedule_id, second)] = waited
+        finished = state.get("finished_at")
+        ended = datetime.fromisoformat(finished).timestamp() if isinstance(finished, str) else None
+        if state.get("status") == "cancelled" and ended is not None and ended >= pause_sent[schedule_id]:
+            cancelled[(schedule_id, second)] = ended - second
         else:
-            missing.append({"before_pause_s": round(waited, 2), "run": state})
+            missing.append({"before_pause_s": round(pause_sent[schedule_id] - second, 2), "run": state})
     return cancelled, missing
 
 
@@ -221,7 +224,10 @@ def _run_state(api: Any, run_id: str) -> dict[str, Any]:
     if resp.status_code != 200:
         return {"http_status": resp.status_code}
     run = resp.json()
-    return {k: run.get(k) for k in ("status", "attempt_count", "last_error", "deliver_at", "created_at")}
+    return {
+        k: run.get(k)
+        for k in ("status", "attempt_count", "last_error", "deliver_at", "created_at", "finished_at")
+    }
 
 
 def delivered_rate(arrivals: list[Any], fire_of: dict[str, Any], start: float, end: float) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bench.precision import PAUSE_CANCELS, delivered_rate, undelivered_fates
+from bench.precision import delivered_rate, undelivered_fates
 
 
 @dataclass
@@ -30,16 +30,18 @@ def test_an_empty_window_has_no_rate() -> None:
     assert delivered_rate([Arrival(1.0, {"webhook-id": "run_a"})], {"run_a": ()}, 5.0, 5.0) == 0.0
 
 
-def test_a_fire_the_pause_cancelled_while_it_waited_counts_at_its_lag_and_only_others_are_missing() -> None:
-    paused = {"s": 100.0}
+def test_a_fire_cancelled_after_the_pause_counts_at_its_lag_and_only_others_are_missing() -> None:
+    pause_sent = {"s": 100.0}
     undelivered = {
-        ("s", 98): {"status": "cancelled", "last_error": PAUSE_CANCELS},
+        # cancelled by the pause itself, and by a worker that found the schedule paused
+        ("s", 98): {"status": "cancelled", "finished_at": "1970-01-01T00:01:40.500+00:00"},
+        ("s", 99): {"status": "cancelled", "finished_at": "1970-01-01T00:01:43+00:00"},
         ("s", 40): {"http_status": 404},  # no run at all
-        ("s", 97): {"status": "failed", "last_error": "HTTP 500"},
+        ("s", 97): {"status": "failed", "finished_at": "1970-01-01T00:01:41+00:00"},
+        ("s", 96): {"status": "cancelled", "finished_at": "1970-01-01T00:01:39+00:00"},  # before the pause
     }
-    cancelled, missing = undelivered_fates(undelivered, paused)
-    assert cancelled == {("s", 98): 2.0}
-    assert missing == [
-        {"before_pause_s": 60.0, "run": {"http_status": 404}},
-        {"before_pause_s": 3.0, "run": {"status": "failed", "last_error": "HTTP 500"}},
-    ]
+    cancelled, missing = undelivered_fates(undelivered, pause_sent)
+    assert cancelled == {("s", 98): 2.5, ("s", 99): 4.0}
+    assert [m["before_pause_s"] for m in missing] == [60.0, 4.0, 3.0]
+    assert missing[0]["run"] == {"http_status": 404}
+    assert missing[2]["run"]["status"] == "failed"

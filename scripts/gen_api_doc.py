@@ -74,6 +74,9 @@ def _limits() -> list[str]:
         "  another body, 409 `IDEMPOTENCY_KEY_REUSED`.",
         "- A PATCH or rotation that keeps meeting concurrent changes of the same item answers 409",
         "  `CONCURRENT_UPDATE` (it is re-applied on top of each one first; see docs/security.md).",
+        "- A Task Run stored in a form this release cannot read (a value a newer release wrote, before a",
+        "  rollback) is left out of lists and answers 500 `STORED_ITEM_UNREADABLE`, naming it, where it",
+        "  alone was asked for (see docs/operations.md, `StoredItemsUnreadableAlarm`).",
     ]
 
 

@@ -59,3 +59,19 @@ class PayloadTooLarge(ApiError):
 class QuotaExceeded(ApiError):
     status = 429
     code = "QUOTA_EXCEEDED"
+
+
+class StoredItemUnreadable(ApiError):
+    """A stored item this release cannot map to its entity (an attribute missing, or a value it does
+    not know, as a newer release may write before a rollback). Not the caller's doing: a 500 that
+    says which item, where a read of that item alone was asked for; walks and lists leave it out."""
+
+    status = 500
+    code = "STORED_ITEM_UNREADABLE"
+
+    def __init__(self, kind: str, item_id: str, app_id: str, reason: str) -> None:
+        super().__init__(f"{kind} {item_id} is stored in a form this release cannot read")
+        self.kind = kind
+        self.item_id = item_id
+        self.app_id = app_id
+        self.reason = reason

@@ -28,6 +28,7 @@ ENDPOINTS_DISABLED = "EndpointsDisabled"  # an Endpoint failed long enough to be
 BILLABLE_TRIGGERS = "BillableTriggers"
 ALERT_PUBLISH_FAILED = "AlertPublishFailed"  # an SNS alert that could not be published
 ENQUEUE_FAILED = "EnqueueFailed"  # delivery messages SQS did not take (the scan sends them again)
+STORED_ITEMS_UNREADABLE = "StoredItemsUnreadable"  # items this release cannot read, left out or refused
 
 
 def count(name: str, value: float = 1) -> None:

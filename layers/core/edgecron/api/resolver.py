@@ -19,8 +19,15 @@ from edgecron.api.responses import error_response, json_response
 from edgecron.api.routes import account, apps, endpoints, events, retry_policies, schedules, task_runs
 from edgecron.api.routes.console import router as console_router
 from edgecron.api.routes.stats import router as stats_router
-from edgecron.errors import ApiError, NotFound, ParamInvalid, PayloadTooLarge, Unauthorized
-from edgecron.observability import logger
+from edgecron.errors import (
+    ApiError,
+    NotFound,
+    ParamInvalid,
+    PayloadTooLarge,
+    StoredItemUnreadable,
+    Unauthorized,
+)
+from edgecron.observability import STORED_ITEMS_UNREADABLE, count, logger
 from edgecron.schemas.common import MAX_BODY_BYTES, MAX_JSON_DEPTH
 from edgecron.services import apps as app_service
 
@@ -194,6 +201,15 @@ def build_api() -> APIGatewayHttpResolver:
 
     @api.exception_handler(ApiError)
     def _api_error(exc: ApiError) -> Response[str]:
+        return error_response(exc)
+
+    @api.exception_handler(StoredItemUnreadable)
+    def _unreadable(exc: StoredItemUnreadable) -> Response[str]:
+        logger.error(
+            "stored item this release cannot read",
+            extra={"kind": exc.kind, "item_id": exc.item_id, "app_id": exc.app_id, "reason": exc.reason},
+        )
+        count(STORED_ITEMS_UNREADABLE)
         return error_response(exc)
 
     @api.exception_handler(RequestValidationError)

@@ -15,7 +15,7 @@ import heapq
 import itertools
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
@@ -43,6 +43,8 @@ from edgecron.domain.expiry import is_alive
 from edgecron.domain.run_listing import BATCH_GET_MAX, MAX_KEYS_PER_PAGE, RunFilter, collect_page
 from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import RunStatus, Source
+from edgecron.errors import StoredItemUnreadable
+from edgecron.observability import STORED_ITEMS_UNREADABLE, count, logger
 
 M = TaskRunModel
 
@@ -59,6 +61,15 @@ def _opt_int(value: Any) -> int | None:
 
 
 def to_entity(row: TaskRunModel) -> TaskRun:
+    """The run an item holds; StoredItemUnreadable when it does not map (an attribute missing, or a
+    value this release does not know)."""
+    try:
+        return _mapped(row)
+    except (TypeError, ValueError) as exc:
+        raise StoredItemUnreadable("task run", row.run_id, row.app_id or "", str(exc)) from exc
+
+
+def _mapped(row: TaskRunModel) -> TaskRun:
     return TaskRun(
         run_id=row.run_id,
         app_id=row.app_id,
@@ -95,19 +106,26 @@ def to_entity(row: TaskRunModel) -> TaskRun:
     )
 
 
-Unreadable = Callable[[str], None]  # told the id of a stored run that does not map to a TaskRun
+Unreadable = Callable[[StoredItemUnreadable], None]  # told of a stored run that does not map to a TaskRun
 
 
-def _entities(rows: Iterable[TaskRunModel], unreadable: Unreadable | None) -> Iterator[TaskRun]:
-    """The rows as entities; a row that does not map (an attribute missing or malformed) is left out
-    and told to `unreadable`, so one bad item never stops a walk (without it, the error propagates)."""
+def left_out(error: StoredItemUnreadable) -> None:
+    """What a list or batch read does with a run it cannot read: leave it out, and say so."""
+    logger.warning(
+        "stored run left out: this release cannot read it",
+        extra={"run_id": error.item_id, "app_id": error.app_id, "reason": error.reason},
+    )
+    count(STORED_ITEMS_UNREADABLE)
+
+
+def _entities(rows: Iterable[TaskRunModel], unreadable: Unreadable = left_out) -> Iterator[TaskRun]:
+    """The rows as entities; a row that does not map is left out and told to `unreadable`, so one
+    bad item never stops a walk, a list or a batch read."""
     for row in rows:
         try:
             yield to_entity(row)
-        except (TypeError, ValueError):
-            if unreadable is None:
-                raise
-            unreadable(row.run_id)
+        except StoredItemUnreadable as error:
+            unreadable(error)
 
 
 def to_row(run: TaskRun) -> TaskRunModel:
@@ -556,34 +574,40 @@ def per_partition_page(wanted: int) -> int:
     return -(-wanted // RUN_PARTITIONS) + 2
 
 
-def _merged(
-    app_id: str, condition: Any, wanted: int, *, newest_first: bool, unreadable: Unreadable | None = None
-) -> list[TaskRun]:
-    """Up to `wanted` of the App's runs whose run id meets `condition`, in run id order (newest
-    first if told): a merge of the lazily paged queries of its partitions."""
+def _merged(app_id: str, condition: Any, wanted: int, *, newest_first: bool) -> list[TaskRunModel]:
+    """Up to `wanted` of the App's stored runs whose run id meets `condition`, in run id order
+    (newest first if told): a merge of the lazily paged queries of its partitions. Items, not
+    entities: a caller goes on after the last item read, whether or not every one maps."""
     size = per_partition_page(wanted)
     queries = [
         M.query(part, condition, scan_index_forward=not newest_first, limit=wanted, page_size=size)
         for part in app_run_partitions(app_id)
     ]
-    merged = heapq.merge(*queries, key=lambda run: run.run_id, reverse=newest_first)
-    return list(_entities(itertools.islice(merged, wanted), unreadable))
+    merged = heapq.merge(*queries, key=lambda row: row.run_id, reverse=newest_first)
+    return list(itertools.islice(merged, wanted))
+
+
+@dataclass(frozen=True)
+class RunsRead:
+    runs: list[TaskRun]  # the runs read that map to a TaskRun, in run id order
+    last_id: str | None  # the id of the last run read, mapped or not: where the next read goes on
+    full: bool  # as many were read as asked for: there may be more
 
 
 def created_between(
-    app_id: str, after_key: str, until_ms: int, limit: int, unreadable: Unreadable | None = None
-) -> list[TaskRun]:
+    app_id: str, after_key: str, until_ms: int, limit: int, unreadable: Unreadable = left_out
+) -> RunsRead:
     """Up to `limit` of the App's runs created after `after_key` (a run id, or a time_floor) and at
     the latest at `until_ms`, oldest first: the window's runs of each of the App's partitions
     (keyed by time-ordered run id), merged, so it reads nothing older (eventually consistent: a
-    stale item only makes the check's conditional write fail)."""
+    stale item only makes the check's conditional write fail). A run that does not map is told to
+    `unreadable` and passed over."""
     upper = time_floor(until_ms + 1)
     if after_key >= upper:
-        return []
-    found = _merged(
-        app_id, M.run_id.between(after_key, upper), limit + 1, newest_first=False, unreadable=unreadable
-    )
-    return [run for run in found if run.run_id != after_key][:limit]
+        return RunsRead([], None, False)
+    rows = _merged(app_id, M.run_id.between(after_key, upper), limit + 1, newest_first=False)
+    rows = [row for row in rows if row.run_id != after_key][:limit]
+    return RunsRead(list(_entities(rows, unreadable)), rows[-1].run_id if rows else None, len(rows) == limit)
 
 
 def drop_from_wake_index(run: TaskRun) -> TaskRun | None:
@@ -649,7 +673,7 @@ def ended_badly(
     return found, more
 
 
-def wake_due(shard: str, until_ms: int | None, unreadable: Unreadable | None = None) -> Iterator[TaskRun]:
+def wake_due(shard: str, until_ms: int | None, unreadable: Unreadable = left_out) -> Iterator[TaskRun]:
     """The runs of `shard` whose wake time is at most `until_ms` (all of them if None), in wake order.
     The index holds keys only, so the items are read with consistent batch gets; an entry whose run
     is gone, or whose run left the index or moved past `until_ms` since (the index lags the table),
@@ -669,10 +693,10 @@ def wake_due(shard: str, until_ms: int | None, unreadable: Unreadable | None = N
     yield from _entities(rows, unreadable)
 
 
-def _list_key(run: TaskRun) -> dict[str, Any]:
+def _list_key(app_id: str, run_id: str) -> dict[str, Any]:
     """Where a list page resumes: after this run of the App (the cursor names the App, which the
     API checks, and the run id; the partitions are the App's whatever the cursor says)."""
-    return {"app_id": {"S": run.app_id}, "run_id": {"S": run.run_id}}
+    return {"app_id": {"S": app_id}, "run_id": {"S": run_id}}
 
 
 def is_list_cursor(cursor: dict[str, Any]) -> bool:
@@ -706,18 +730,18 @@ def list_page(
         if legacy_runs.is_list_cursor(start):  # the runs of earlier releases, after all the others
             return legacy_runs.list_keys(app_id, start or {}, size)
         before = None if start is None else start["run_id"]["S"]
-        runs = _merged(app_id, None if before is None else M.run_id < before, size, newest_first=True)
-        read.update((run.run_id, run) for run in runs)
-        after = _list_key(runs[-1]) if len(runs) == size else None
+        rows = _merged(app_id, None if before is None else M.run_id < before, size, newest_first=True)
+        read.update((run.run_id, run) for run in _entities(rows))  # one it cannot read is left out
+        after = _list_key(app_id, rows[-1].run_id) if len(rows) == size else None
         if after is None and legacy_runs.enabled():
             after = legacy_runs.list_from_top(app_id)
-        return [(run.run_id, _list_key(run)) for run in runs], after
+        return [(row.run_id, _list_key(app_id, row.run_id)) for row in rows], after
 
     def fetch(keys: list[Key]) -> dict[str, TaskRun]:
         if keys and legacy_runs.is_list_cursor(keys[0][1]):
             rows = legacy_runs.not_copied(app_id, [run_id for run_id, _ in keys])
-            return {run_id: to_entity(row) for run_id, row in rows.items()}
-        return {run_id: read[run_id] for run_id, _ in keys}  # the query read the items themselves
+            return {run.run_id: run for run in _entities(rows.values())}
+        return {run_id: read[run_id] for run_id, _ in keys if run_id in read}  # read by the query
 
     items, last_key = collect_page(
         read_keys, fetch, lambda k: k[0], lambda k: k[1], wanted, limit, cursor, max_keys
@@ -745,7 +769,7 @@ def dead_letters_page(
     page = query_page(
         M, app_id, limit, cursor, index=M.dead_letters, range_key_condition=rk, filter_condition=cond
     )
-    return Page([to_entity(row) for row in page.items], page.last_key)
+    return Page(list(_entities(page.items)), page.last_key)
 
 
 def get_many(app_id: str, run_ids: list[str], *, consistent: bool = True) -> list[TaskRun]:
@@ -758,12 +782,14 @@ def get_many(app_id: str, run_ids: list[str], *, consistent: bool = True) -> lis
     run_ids = [run_id for run_id in run_ids if run_id]
     for start in range(0, len(run_ids), BATCH_GET_MAX):
         keys = [(run_partition(app_id, run_id), run_id) for run_id in run_ids[start : start + BATCH_GET_MAX]]
-        out.extend(to_entity(row) for row in M.batch_get(keys, consistent_read=consistent))
+        out.extend(_entities(M.batch_get(keys, consistent_read=consistent)))
     if legacy_runs.enabled():  # runs of earlier releases not copied yet
         found = {run.run_id for run in out}
         out.extend(
-            to_entity(r)
-            for i in run_ids
-            if i not in found and (r := legacy_runs.get(app_id, i, consistent=consistent))
+            _entities(
+                r
+                for i in run_ids
+                if i not in found and (r := legacy_runs.get(app_id, i, consistent=consistent))
+            )
         )
     return out

@@ -9,7 +9,8 @@ from edgecron import clock
 from edgecron.data import runs as run_data
 from edgecron.domain import run_states as st
 from edgecron.domain.task_runs import TaskRun
-from edgecron.observability import DEAD_LETTERED, count, logger
+from edgecron.errors import StoredItemUnreadable
+from edgecron.observability import DEAD_LETTERED, STORED_ITEMS_UNREADABLE, count, logger
 from edgecron.schemas.messages import DeliveryBody
 from edgecron.services.delivery import after_run_finished, record_lost_attempt
 
@@ -27,10 +28,24 @@ def _healthy(run: TaskRun, now_ms: int) -> str | None:
 
 def handle_poison(body: DeliveryBody | str, receive_count: int) -> str:
     """`body` is the text of a message that does not parse. Returns what happened: dead_lettered |
-    already_final | in_flight | scheduled | unknown_run | unparseable."""
+    already_final | in_flight | scheduled | unknown_run | unparseable | unreadable (the run is stored
+    in a form this release cannot read: the message is let go, as a failed one would come back for
+    ever)."""
     if isinstance(body, str):
         logger.error("unparseable message in the delivery DLQ", extra={"body_prefix": body[:200]})
         return "unparseable"
+    try:
+        return _dead_letter(body, receive_count)
+    except StoredItemUnreadable as error:
+        logger.error(
+            "poison message let go: this release cannot read its run",
+            extra={"run_id": body.run_id, "app_id": body.app_id, "reason": error.reason},
+        )
+        count(STORED_ITEMS_UNREADABLE)
+        return "unreadable"
+
+
+def _dead_letter(body: DeliveryBody, receive_count: int) -> str:
     run_id = body.run_id
     run = run_data.get(body.app_id, run_id, consistent=True)
     if run is None:

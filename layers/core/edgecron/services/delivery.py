@@ -39,6 +39,7 @@ from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
 from edgecron.domain.signing import webhook_headers
 from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import DisabledReason, ErrorKind, OperationalEvent
+from edgecron.errors import StoredItemUnreadable
 from edgecron.observability import (
     ATTEMPT_LATENCY_MS,
     ATTEMPTS_LOST,
@@ -47,6 +48,7 @@ from edgecron.observability import (
     DELIVERY_SUCCEEDED,
     FIRE_LAG_MS,
     RETRY_SCHEDULED,
+    STORED_ITEMS_UNREADABLE,
     count,
     logger,
     millis,
@@ -142,7 +144,23 @@ def deliver(
 
     ``function_ends_by`` is the invocation's deadline as a ``time.monotonic()`` instant (from the
     Lambda context), ``None`` for no limit but the endpoint's timeout. ``batch`` shares reads with
-    the other deliveries of the invocation (none: this delivery reads alone)."""
+    the other deliveries of the invocation (none: this delivery reads alone). A run stored in a form
+    this release cannot read lets its message go: no worker could ever deliver it, and failing the
+    message would only bring it back until SQS gives up, then fail it in the DLQ too."""
+    try:
+        return _deliver(run_id, app_id, function_ends_by, batch)
+    except StoredItemUnreadable as error:
+        logger.warning(
+            "delivery message dropped: this release cannot read its run",
+            extra={"run_id": run_id, "app_id": app_id, "reason": error.reason},
+        )
+        count(STORED_ITEMS_UNREADABLE)
+        return DeliveryReport(run_id, "unreadable")
+
+
+def _deliver(
+    run_id: str, app_id: str, function_ends_by: float | None, batch: DeliveryBatch | None
+) -> DeliveryReport:
     ends_by = None if function_ends_by is None else function_ends_by - FINISH_MARGIN_SEC
     if ends_by is not None and ends_by - time.monotonic() < MIN_ATTEMPT_SEC:
         return _requeue_for_time(run_id, app_id)

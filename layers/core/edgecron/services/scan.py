@@ -19,6 +19,7 @@ from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.data.run_checks import check_lag_ms
 from edgecron.domain import run_states as st
 from edgecron.domain.task_runs import TaskRun
+from edgecron.errors import StoredItemUnreadable
 from edgecron.observability import SCAN_DURATION_MS, logger, millis
 from edgecron.services import fire_pipeline, usage
 from edgecron.services.delivery import record_lost_attempt
@@ -168,10 +169,10 @@ class _Tick:
     rebuild: bool
     handled: set[str] = field(default_factory=set)  # runs the check handled: the wake walk skips them
 
-    def unreadable(self, run_id: str) -> None:
+    def unreadable(self, error: StoredItemUnreadable) -> None:
         """A stored run that cannot be read is one bad item: counted, and the walk goes on."""
         self.report.item_failures += 1
-        item_failed("run", run_id)
+        item_failed("run", error.item_id)
 
 
 def check_recent_runs(tick: _Tick) -> Work:
@@ -202,7 +203,8 @@ def _check_app(
     if check is not None and check.created_until is not None and check.created_until < ids.floor_ms(after):
         return  # every run of the App sent at creation is at or before its mark: nothing to read
     moved = False
-    while batch := run_data.created_between(app_id, after, until, CHECK_BATCH, tick.unreadable):
+    while (read := run_data.created_between(app_id, after, until, CHECK_BATCH, tick.unreadable)).last_id:
+        batch = read.runs
         for run in batch:
             try:
                 check_one(run, tick)
@@ -213,12 +215,12 @@ def _check_app(
                 flush(tick.outbox, tick.report)
             yield
         tick.report.runs_checked += len(batch)
-        after = batch[-1].run_id
+        after = read.last_id
         if not tick.rebuild:  # counted before the mark moves past them (a rebuild counts nothing)
             usage.count_checked(batch)
             run_checks.set_checked_key(app_id, after)
             moved = True
-        if len(batch) < CHECK_BATCH:
+        if not read.full:
             break
     if tick.rebuild:
         yield

@@ -1,22 +1,19 @@
 """The scan's walk of due schedules over the keys-only `due_keys` index: schedules are fetched by key,
-an entry the index still shows after its schedule moved on or was paused is left out, and while a stack
-upgrades and DynamoDB is still building `due_keys`, the whole-item `due` index is read instead."""
+and an entry the index still shows after its schedule moved on or was paused is left out."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
 
 from edgecron import clock
 from edgecron.data import schedules as schedule_data
-from edgecron.data.models import FireModel, ScheduleModel
+from edgecron.data.models import ScheduleModel
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron_testing.aws_fidelity import IndexTime
-from edgecron_testing.harness import call_api, invoke, load_event, new_endpoint, new_schedule
+from edgecron_testing.harness import call_api, new_endpoint, new_schedule
 from tests.integration.conftest import new_app
 
 T0 = datetime(2026, 12, 2, 9, 0, 0, tzinfo=UTC)
@@ -82,31 +79,3 @@ def test_an_entry_the_index_still_shows_after_its_schedule_moved_on_or_paused_is
     assert moved.schedule_id not in _due_ids(moved, fire_ms)
     assert paused.schedule_id not in _due_ids(paused, fire_ms)
     assert moved.schedule_id in _due_ids(moved, fire_ms + 3_600_000)
-
-
-def _building_index(model: Any, params: dict[str, Any], **_: object) -> None:
-    if params.get("IndexName") == "due_keys":
-        error = {
-            "Code": "ValidationException",
-            "Message": "Cannot read from backfilling global secondary index: due_keys",
-        }
-        raise ClientError({"Error": error}, "Query")
-
-
-def test_while_the_keys_only_index_is_built_the_scan_reads_the_whole_item_index_and_fires_on_time(
-    fixed: clock.FixedClock,
-) -> None:
-    schedule, _ = _a_schedule("due-building")
-    fire_ms = int(schedule.next_fire_at)
-    fixed.set(T0 + timedelta(minutes=59, seconds=30))  # the fire is inside the look-ahead
-    events = ScheduleModel._get_connection().connection.client.meta.events
-    events.register("before-call.dynamodb.Query", _building_index)
-    try:
-        assert schedule.schedule_id in _due_ids(schedule, fire_ms)
-        invoke("scan", load_event("scan.json"))
-    finally:
-        events.unregister("before-call.dynamodb.Query", _building_index)
-    [fire] = list(FireModel.query(schedule.schedule_id))
-    assert int(fire.fire_at) == fire_ms
-    stored = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True)
-    assert stored is not None and stored.next_fire_at == fire_ms + 3_600_000

@@ -149,18 +149,6 @@ class DueIndex(GlobalSecondaryIndex["ScheduleModel"]):
     next_fire_at = NumberAttribute(range_key=True)
 
 
-class WholeDueIndex(GlobalSecondaryIndex["ScheduleModel"]):
-    """The `due` index of earlier releases (the whole schedule projected), read only while a stack
-    upgrades and `due_keys` is still being built (docs/upgrade.md)."""
-
-    class Meta:
-        index_name = "due"
-        projection = AllProjection()
-
-    due_shard = UnicodeAttribute(hash_key=True)
-    next_fire_at = NumberAttribute(range_key=True)
-
-
 class ScheduleModel(Model):
     class Meta:
         table_name = _table("schedules_table")
@@ -197,7 +185,6 @@ class ScheduleModel(Model):
     created_at = NumberAttribute()
     updated_at = NumberAttribute()
     due = DueIndex()
-    whole_due = WholeDueIndex()
 
 
 class OpenFiresIndex(GlobalSecondaryIndex["FireModel"]):

@@ -5,11 +5,10 @@ the shard is this module's alone, and every move of `next_fire_at` is a CAS."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist, QueryError
+from pynamodb.exceptions import DoesNotExist
 
 from edgecron import ids
 from edgecron.config import get_settings
@@ -19,7 +18,6 @@ from edgecron.data.models import ScheduleModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import MissedPolicy, OverlapPolicy, ScheduleStatus
-from edgecron.observability import logger
 
 M = ScheduleModel
 
@@ -148,33 +146,13 @@ def due(shard: str, until_ms: int) -> Iterator[Schedule]:
 def _due_rows(shard: str, until_ms: int) -> Iterator[ScheduleModel]:
     """The schedules of `shard` due by `until_ms`, in fire-time order. The `due_keys` index holds keys
     only, so the schedules are read with consistent batch gets; an entry whose schedule is gone, left
-    the index or moved past `until_ms` since (the index lags the table) is left out. While a stack
-    upgrades and `due_keys` is still being built, the whole-item `due` index is read instead."""
+    the index or moved past `until_ms` since (the index lags the table) is left out."""
     entries = M.due.query(shard, range_key_condition=M.next_fire_at <= until_ms)
-    try:
-        first = next(entries, None)  # the first page is read here, the rest as the scan goes on
-    except QueryError as exc:
-        if not _building(exc):
-            raise
-        logger.warning(
-            "the due_keys index is still being built: reading the due index", extra={"shard": shard}
-        )
-        yield from M.whole_due.query(shard, range_key_condition=M.next_fire_at <= until_ms)
-        return
-    if first is None:
-        return
     yield from items_of_entries(
         M,
-        ((entry.app_id, entry.schedule_id) for entry in itertools.chain([first], entries)),
+        ((entry.app_id, entry.schedule_id) for entry in entries),
         lambda s: (s.app_id, s.schedule_id),
         lambda s: s.due_shard is not None and s.next_fire_at is not None and s.next_fire_at <= until_ms,
-    )
-
-
-def _building(exc: QueryError) -> bool:
-    """DynamoDB refuses reads of an index it is still backfilling (a ValidationException)."""
-    return exc.cause_response_code == "ValidationException" and "backfilling" in (
-        exc.cause_response_message or ""
     )
 
 

@@ -59,11 +59,14 @@ class DispatchResult:
         return self.fire is None
 
 
-def dispatch_fire(schedule: Schedule, fire_at_ms: int, now_ms: int) -> DispatchResult:
+def dispatch_fire(
+    schedule: Schedule, fire_at_ms: int, now_ms: int, *, outbox: list[DeliveryMessage] | None = None
+) -> DispatchResult:
     """Steps (a)-(b) for one fire time; idempotent. `schedule` is the copy the caller has just read
     fresh or written itself. One that no longer fires at this time makes no new Fire; a Fire written
     while it did goes on (the scan's re-dispatch of an interrupted Fire), or is cancelled if the
-    schedule stopped."""
+    schedule stopped. With an `outbox`, the delivery messages of its runs are added to it instead of
+    sent: the caller sends them, and only then advances the schedule."""
     if not schedule.fires_next_at(fire_at_ms):
         return _existing(schedule, fire_at_ms, now_ms)
     paged = schedule.is_broadcast
@@ -99,7 +102,7 @@ def dispatch_fire(schedule: Schedule, fire_at_ms: int, now_ms: int) -> DispatchR
         return DispatchResult(fire, created, 0)
     if created:
         count(FIRES)
-    return _go_on(schedule, fire, created, now_ms)
+    return _go_on(schedule, fire, created, now_ms, outbox)
 
 
 def trigger_fire(schedule: Schedule, now_ms: int) -> Fire | None:
@@ -165,7 +168,9 @@ def _existing(schedule: Schedule, fire_at_ms: int, now_ms: int) -> DispatchResul
     return _go_on(schedule, fire, False, now_ms)
 
 
-def _go_on(schedule: Schedule, fire: Fire, created: bool, now_ms: int) -> DispatchResult:
+def _go_on(
+    schedule: Schedule, fire: Fire, created: bool, now_ms: int, outbox: list[DeliveryMessage] | None = None
+) -> DispatchResult:
     if fire.status not in fire_data.OPEN:
         return DispatchResult(fire, created, 0)  # settled by an earlier attempt
     if fire.waits_for_admission:  # its overlap policy decides at its due time
@@ -182,7 +187,7 @@ def _go_on(schedule: Schedule, fire: Fire, created: bool, now_ms: int) -> Dispat
             return DispatchResult(fire, created, 0)  # the fan-out function is dispatching it
         _fan_out(fire)
         return DispatchResult(fire, created, 0)
-    return _dispatch_listed(schedule, fire, created, now_ms)
+    return _dispatch_listed(schedule, fire, created, now_ms, outbox)
 
 
 def send_gate(fire: Fire, now_ms: int, *, near_only: bool = False) -> None:
@@ -216,10 +221,16 @@ def _fan_out(fire: Fire) -> None:
         send_fire_fanout(fire.schedule_id, fire.fire_at, fire.app_id, cursor=cursor, page=page)
 
 
-def _dispatch_listed(schedule: Schedule, fire: Fire, created: bool, now_ms: int) -> DispatchResult:
-    """Create the Fire's runs (each unless it exists), then send them if the schedule, read again,
-    still fires at this time. Sent again when a dispatch that died is re-driven: a run already
-    delivered or under way ignores the second message."""
+def _dispatch_listed(
+    schedule: Schedule,
+    fire: Fire,
+    created: bool,
+    now_ms: int,
+    outbox: list[DeliveryMessage] | None = None,
+) -> DispatchResult:
+    """Create the Fire's runs (each unless it exists), then send them (or add them to `outbox`) if
+    the schedule, read again, still fires at this time. Sent again when a dispatch that died is
+    re-driven: a run already delivered or under way ignores the second message."""
     fire_at_ms = fire.fire_at
     due_ms = fire.due_ms
     send_now, wake_at = run_plan(fire, now_ms)
@@ -236,13 +247,21 @@ def _dispatch_listed(schedule: Schedule, fire: Fire, created: bool, now_ms: int)
     ):
         _cancel_runs(fire, now_ms)  # paused, deleted or re-timed meanwhile: these runs are never delivered
         return DispatchResult(fire, created, 0)
-    if send_now:
-        failed = send_deliveries(messages)
-        if failed:
-            logger.warning("fire runs not enqueued; redispatched by the scan", extra={"count": len(failed)})
+    if send_now and outbox is not None:
+        outbox.extend(messages)
+    elif send_now:
+        send_fire_runs(messages)
     if fire.started_at is None:  # a gated Fire: dispatched now that its overlap policy admitted it
         fire_data.mark_dispatched(fire, now_ms)
     return DispatchResult(fire, created, len(messages) if send_now else 0)
+
+
+def send_fire_runs(messages: list[DeliveryMessage]) -> None:
+    """Send the delivery messages of fires' runs; a message SQS did not take is found by the scan's
+    check of recent runs, as a lost one is."""
+    failed = send_deliveries(messages)
+    if failed:
+        logger.warning("fire runs not enqueued; redispatched by the scan", extra={"count": len(failed)})
 
 
 def _edited_away(current: Schedule, fire_at_ms: int, now_ms: int) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from edgecron import clock
@@ -16,6 +16,7 @@ from edgecron.data import fires as fire_data
 from edgecron.data import queues as queue_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
+from edgecron.data.queues import DeliveryMessage
 from edgecron.domain import run_states as st
 from edgecron.domain.catchup import (
     CatchUpPlan,
@@ -66,10 +67,78 @@ def dispatch_schedules(
     return report
 
 
+class FireOutbox:
+    """The scan's fires, their runs sent ten to a request. `dispatch` writes one fire's Fire and runs
+    (steps (a)-(b) of fire_dispatch) and keeps their messages here; `flush` sends every message kept,
+    then advances each schedule past its fire (step (c)). So, as in fire_dispatch.dispatch_due, no
+    schedule moves past a fire before its runs are sent: a crash before the flush leaves the
+    schedules at their fire times, and the next tick dispatches them again (the Fires and runs
+    exist; a second message is absorbed by the worker's claim)."""
+
+    SIZE = 10  # the messages of one SendMessageBatch
+
+    def __init__(self, now: datetime, report: ScheduleScanReport) -> None:
+        self._now_ms = clock.to_ms(now)
+        self._report = report
+        self._messages: list[DeliveryMessage] = []
+        # schedule id → (its copy, the fire time, the next fire time its advance moves it to)
+        self._pending: dict[str, tuple[Schedule, int, int | None]] = {}
+        self._advanced: dict[str, Schedule | None] = {}
+
+    def dispatch(self, schedule: Schedule, *, fresh: bool) -> Schedule | None:
+        """Steps (a)-(b) for the schedule's next fire: the schedule as its advance will leave it, or
+        None when it no longer fires then (paused, deleted, or moved on by another writer). A copy
+        that is not `fresh` (one an advance returned) is read again first."""
+        fire_at = schedule.next_fire_at
+        if fire_at is None:
+            return None
+        if not fresh:
+            read = schedule_data.reload(schedule)
+            if read is None or not read.fires_next_at(fire_at):
+                return None
+            schedule = read
+        next_ms = schedule.next_after(fire_at)  # before any write: a timing that fails fires nothing
+        if fire_dispatch.dispatch_fire(schedule, fire_at, self._now_ms, outbox=self._messages).refused:
+            return None
+        self._pending[schedule.schedule_id] = (schedule, fire_at, next_ms)
+        return replace(schedule, next_fire_at=next_ms)
+
+    def holds(self, schedule_id: str) -> bool:
+        """Whether the schedule waits for its advance (flush before dispatching its next fire)."""
+        return schedule_id in self._pending
+
+    @property
+    def full(self) -> bool:
+        return len(self._messages) >= self.SIZE
+
+    def flush(self) -> None:
+        """Send the messages kept, then advance each schedule past its fire (a CAS: a writer that
+        moved it first wins, and the schedule's dispatch stops there)."""
+        messages, self._messages = self._messages, []
+        pending, self._pending = self._pending, {}
+        if messages:
+            fire_dispatch.send_fire_runs(messages)
+        for schedule_id, (schedule, fire_at, next_ms) in pending.items():
+            try:
+                advanced = schedule_data.advance(schedule, fire_at, next_ms, self._now_ms)
+            except Exception:  # one broken schedule must not stop the others
+                self._report.item_failures += 1
+                item_failed("schedule", schedule_id)
+                advanced = None
+            if advanced is not None:
+                self._report.fires_dispatched += 1
+            self._advanced[schedule_id] = advanced
+
+    def advanced(self, schedule_id: str) -> Schedule | None:
+        """The schedule as its advance left it (after a flush), or None when it lost the CAS."""
+        return self._advanced.pop(schedule_id, None)
+
+
 def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | None = None) -> Work:
     """Due schedules in fire-time order, one short slice of fires at a time: the earliest pending
     fire of any schedule goes first, so with many every-second schedules no schedule waits for
-    another's whole look-ahead window. Each is caught up when it is first taken, if it lags."""
+    another's whole look-ahead window. Each is caught up when it is first taken, if it lags. Their
+    runs' messages go out ten to a request (FireOutbox)."""
     now_ms = clock.to_ms(now)
     horizon = horizon_ms if horizon_ms is not None else now_ms + fire_dispatch.lookahead_ms()
     shards = get_settings().shards
@@ -80,6 +149,7 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
     )
     taken: list[tuple[int, int, str, Iterator[Schedule]]] = []  # by the next fire time to dispatch
     seq = 0
+    outbox = FireOutbox(now, report)
     try:
         upcoming = next(incoming, None)
         while upcoming is not None or taken:
@@ -87,9 +157,11 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
                 first, upcoming = upcoming, next(incoming, None)
                 schedule_id = first.schedule_id
                 report.due_schedules += 1
-                steps = process_steps(first, now, horizon, report)
+                steps = process_steps(first, now, horizon, report, outbox)
             else:
                 _, _, schedule_id, steps = heapq.heappop(taken)
+                if outbox.holds(schedule_id):
+                    outbox.flush()  # its next fire goes by the copy its advance returns
             try:
                 schedule = next(steps)
             except StopIteration:
@@ -103,9 +175,15 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
             if schedule.next_fire_at is not None and schedule.next_fire_at <= horizon:
                 seq += 1
                 heapq.heappush(taken, (schedule.next_fire_at, seq, schedule_id, steps))
+            if outbox.full:
+                outbox.flush()
             yield
+        outbox.flush()
     finally:
-        count(DUE_SCHEDULES, report.due_schedules)
+        try:
+            outbox.flush()  # the tick's time ran out: what was dispatched is sent and advanced
+        finally:
+            count(DUE_SCHEDULES, report.due_schedules)
 
 
 SLICE_MS = 1_000  # fire times dispatched per step of one schedule (one for an every-second one)
@@ -121,10 +199,16 @@ def process(schedule: Schedule, now: datetime, horizon_ms: int, report: Schedule
 
 
 def process_steps(
-    schedule: Schedule, now: datetime, horizon_ms: int, report: ScheduleScanReport
+    schedule: Schedule,
+    now: datetime,
+    horizon_ms: int,
+    report: ScheduleScanReport,
+    outbox: FireOutbox | None = None,
 ) -> Iterator[Schedule]:
     """The steps of `process`, one slice of fire times each; each yields the schedule as it stands
-    after the step (the scan orders the schedules it holds by the next fire time of that copy)."""
+    after the step (the scan orders the schedules it holds by the next fire time of that copy).
+    With an `outbox`, a step dispatches one fire into it and yields the schedule as its advance will
+    leave it; the caller flushes the outbox before taking the next step."""
     if schedule.next_fire_at is None or not schedule.is_active:
         return
     cutoff = now - GRACE
@@ -144,6 +228,9 @@ def process_steps(
             report.catch_ups += 1
             report.missed_recorded += len(plan.missed)
             report.missed_left_out += plan.left_out
+    if outbox is not None:
+        yield from _outbox_steps(schedule, horizon_ms, outbox)
+        return
     while schedule.next_fire_at is not None and schedule.next_fire_at <= horizon_ms:
         done = fire_dispatch.dispatch_due(schedule, now, min(horizon_ms, schedule.next_fire_at + SLICE_MS))
         report.fires_dispatched += done.handled
@@ -151,6 +238,21 @@ def process_steps(
             return  # another writer moved the schedule
         schedule = done.schedule
         yield schedule
+
+
+def _outbox_steps(schedule: Schedule, horizon_ms: int, outbox: FireOutbox) -> Iterator[Schedule]:
+    """One fire per step through the outbox: the first from a fresh read of the schedule, each next
+    one from the copy the previous advance returned (as dispatch_due goes)."""
+    fresh = False
+    while schedule.next_fire_at is not None and schedule.next_fire_at <= horizon_ms:
+        moving_to = outbox.dispatch(schedule, fresh=fresh)
+        if moving_to is None:
+            return  # paused, deleted, or moved on by another writer: the next scan reads it again
+        yield moving_to
+        advanced = outbox.advanced(schedule.schedule_id)
+        if advanced is None:
+            return  # another writer moved it first
+        schedule, fresh = advanced, True
 
 
 def _catch_up_until(schedule: Schedule, cutoff: datetime) -> datetime:

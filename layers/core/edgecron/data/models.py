@@ -412,6 +412,10 @@ class RunsCheckedModel(Model):
     checked_key = UnicodeAttribute(null=True)  # the id of the last run checked, or a time key
     # no run of the App sent at creation has an id time past this (data/run_checks.py::cover)
     created_until = NumberAttribute(null=True)
+    # direct runs of `counted_month` the check counted with its mark, not yet moved to that month's
+    # counter (data/run_checks.py::mark_checked)
+    counted_month = UnicodeAttribute(null=True)
+    counted = NumberAttribute(null=True)
 
 
 class NotificationModel(Model):

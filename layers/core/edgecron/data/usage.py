@@ -6,7 +6,7 @@ App, month and kind (`batch`) before the first write that clears a mark. So a tr
 counter before any run stops carrying its mark, and a run still marked (its worker died) is counted
 by whoever takes it over: a crash can count a run twice, never lose it. That is for an App with a
 quota; one without has its runs marked `counted_by_check` and counted by the scan's check of recent
-runs (services/usage.py `count_checked`), minutes later.
+runs, minutes later, on the App's check mark (data/run_checks.py `mark_checked`).
 
 A scan tick bills the schedule fires it dispatches from reservations (`reserving`): triggers added
 to the counter ahead of the Fires they pay for, each reservation one more than all before it (1, 2,

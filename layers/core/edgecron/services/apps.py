@@ -7,6 +7,7 @@ from typing import Any
 from edgecron.config import get_settings
 from edgecron.data import apps as data
 from edgecron.data import notifications as notification_data
+from edgecron.data import run_checks
 from edgecron.data.paging import Page
 from edgecron.domain.apps import App
 from edgecron.domain.notifications import Notification
@@ -29,9 +30,13 @@ def create(name: str, now_ms: int, monthly_quota: int | None) -> tuple[App, str]
 
 
 def set_quota(app_id: str, monthly_quota: int | None) -> App:
+    """Set or clear the quota. A quota reads the month's counter alone: the runs the scan's check
+    counted on the App's mark go to the counter first."""
     app = data.set_quota(app_id, monthly_quota)
     if app is None:
         raise NotFound(f"app {app_id} not found", "app_id")
+    if monthly_quota is not None:
+        run_checks.move_counted(app_id)
     return app
 
 

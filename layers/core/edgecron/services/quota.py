@@ -6,7 +6,10 @@ limit: requests racing each other at the limit may each pass the check and overs
 number of concurrent requests, and a direct run sent at its creation is in the counter only once a
 worker has claimed it (data/usage.py), so the runs created in the last seconds before the limit are
 not seen either (an App without a quota has its runs counted by the scan's check of recent runs,
-minutes later: no quota reads them). Usage counters are atomic and never lose a trigger. The App's
+minutes later: no quota reads them). Those runs wait on the App's check mark until a quota is
+set, which moves them to the counter; so the counter the check reads holds every run but the ones
+created in the few minutes before the quota applied, whose check comes after (GET /v1/usage shows
+them). Usage counters are atomic and never lose a trigger. The App's
 quota itself is remembered by each container for a few seconds (data/apps.py), so a new quota
 applies within them."""
 
@@ -21,7 +24,7 @@ def _quota_and_used(app_id: str, now_ms: int) -> tuple[int, int] | None:
     app = apps.app_for_quota(app_id)
     if app is None or app.monthly_quota is None:
         return None
-    return int(app.monthly_quota), usage.usage_of(app_id, usage.month_of(now_ms))["total"]
+    return int(app.monthly_quota), usage.usage_of(app_id, usage.month_of(now_ms), held=False)["total"]
 
 
 def remaining(app_id: str, now_ms: int) -> int | None:

@@ -203,6 +203,7 @@ def _check_app(
     if check is not None and check.created_until is not None and check.created_until < ids.floor_ms(after):
         return  # every run of the App sent at creation is at or before its mark: nothing to read
     moved = False
+    seen = check
     while (read := run_data.created_between(app_id, after, until, CHECK_BATCH, tick.unreadable)).last_id:
         batch = read.runs
         for run in batch:
@@ -216,9 +217,8 @@ def _check_app(
             yield
         tick.report.runs_checked += len(batch)
         after = read.last_id
-        if not tick.rebuild:  # counted before the mark moves past them (a rebuild counts nothing)
-            usage.count_checked(batch)
-            run_checks.set_checked_key(app_id, after)
+        if not tick.rebuild:  # counted with the mark's move past them (a rebuild counts nothing)
+            seen = run_checks.mark_checked(app_id, after, usage.checked_counts(batch), seen)
             moved = True
         if not read.full:
             break

@@ -6,6 +6,7 @@ scan tick bills its schedule fires from reservations (data/usage.py `reserving`)
 
 from __future__ import annotations
 
+from edgecron.data import run_checks
 from edgecron.data import usage as data
 from edgecron.domain.task_runs import TaskRun
 from edgecron.observability import BILLABLE_TRIGGERS, count
@@ -35,21 +36,24 @@ counting_batch = data.batch  # a worker invocation counts the runs it claims tog
 billing_ahead = data.reserving  # a scan tick bills its fires from reservations
 
 
-def count_checked(runs: list[TaskRun]) -> None:
-    """The scan's check of recent runs read these runs once, before it moves its mark past them:
-    the ones it counts go into the counters, one ADD per App and month (of their creation). A check
-    that dies before its mark moved counts them again: too much, never too little."""
-    todo: dict[tuple[str, str], int] = {}
+def checked_counts(runs: list[TaskRun]) -> dict[str, int]:
+    """Of the runs the scan's check of recent runs has read once, the ones it counts (direct runs of
+    an App without a quota, marked `counted_by_check`), by the month of their creation: counted with
+    the move of the check's mark (data/run_checks.py `mark_checked`), one write per App and page."""
+    todo: dict[str, int] = {}
     for run in runs:
         if run.counted_by_check:
-            key = (run.app_id, month_of(int(run.created_at)))
-            todo[key] = todo.get(key, 0) + 1
-    for (app_id, month), n in todo.items():
-        data.add(app_id, month, "direct", n)
+            month = month_of(int(run.created_at))
+            todo[month] = todo.get(month, 0) + 1
+    return todo
 
 
-def usage_of(app_id: str, month: str) -> dict[str, int]:
-    """The billed triggers: the counters less what the current reservation holds unspent."""
+def usage_of(app_id: str, month: str, *, held: bool = True) -> dict[str, int]:
+    """The billed triggers: the counters less what the current reservation holds unspent, plus the
+    direct runs the check counted on the App's mark and has not moved to the counter yet (`held`;
+    the quota check leaves them out, see services/quota.py)."""
     unspent = data.unspent(app_id, month)
     counts = {kind: used - unspent.get(kind, 0) for kind, used in data.get(app_id, month).items()}
+    if held:
+        counts["direct"] += run_checks.held_for(app_id, month)
     return {**counts, "total": sum(counts.values())}

@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -143,6 +144,18 @@ def new_endpoint(key: str, url: str = "http://127.0.0.1:9/x", **extra: Any) -> s
 def new_schedule(key: str, **body: Any) -> dict[str, Any]:
     """A new Schedule as the API answered it."""
     return created(key, "/v1/schedules", body)
+
+
+def schedules_firing_once(key: str, endpoint_id: str, n: int) -> tuple[datetime, list[str]]:
+    """n daily schedules whose next fire is the same second, three minutes ahead: created beyond the
+    look-ahead, so the create does not dispatch them and the scan does. (fire time, their ids)"""
+    fire_at = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=3)
+    cron = f"{fire_at.second} {fire_at.minute} {fire_at.hour} * * *"
+    ids = []
+    for i in range(n):
+        body = {"cron": cron, "endpoint_ids": [endpoint_id], "name": f"s{i}"}
+        ids.append(str(created(key, "/v1/schedules", body)["id"]))
+    return fire_at, ids
 
 
 def delivery_message(run_id: str, app_id: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ bills too much, never too little, and the quota check does not count what is onl
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -14,7 +14,7 @@ from edgecron import clock
 from edgecron.data import fires as fire_data
 from edgecron.data import usage as usage_data
 from edgecron.data.models import FireModel
-from edgecron_testing.harness import call_api, invoke, load_event
+from edgecron_testing.harness import call_api, invoke, load_event, schedules_firing_once
 from edgecron_testing.inprocess import usage_writes
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import ADMIN_KEY, new_app
@@ -22,24 +22,6 @@ from tests.integration.conftest import ADMIN_KEY, new_app
 
 class ScanDied(BaseException):
     """Stands for a scan Lambda killed mid-tick: nothing after this point runs."""
-
-
-def _schedules(key: str, endpoint_id: str, n: int) -> tuple[datetime, list[str]]:
-    """n schedules firing once at the same second, created beyond the look-ahead (the create does
-    not dispatch them: the scan does)."""
-    fire_at = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=3)
-    cron = f"{fire_at.second} {fire_at.minute} {fire_at.hour} * * *"
-    ids = []
-    for i in range(n):
-        resp = call_api(
-            "POST",
-            "/v1/schedules",
-            key=key,
-            body={"cron": cron, "endpoint_ids": [endpoint_id], "name": f"s{i}"},
-        )
-        assert resp.status == 201, resp.body
-        ids.append(str(resp.body["id"]))
-    return fire_at, ids
 
 
 def _fires(schedule_ids: list[str]) -> list[FireModel]:
@@ -59,7 +41,7 @@ def _setup(
         assert resp.status == 200, resp.body
     endpoint = call_api("POST", "/v1/endpoints", key=key, body={"url": receiver.url(f"/{name}")})
     assert endpoint.status == 201, endpoint.body
-    fire_at, ids = _schedules(key, str(endpoint.body["id"]), n)
+    fire_at, ids = schedules_firing_once(key, str(endpoint.body["id"]), n)
     return app_id, key, fire_at, ids
 
 

@@ -5,7 +5,6 @@ batch is sent leaves those schedules at their fire time, and the next tick deliv
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import botocore.client
@@ -14,7 +13,7 @@ import pytest
 from edgecron import clock
 from edgecron.data import schedules as schedule_data
 from edgecron.services import fire_dispatch
-from edgecron_testing.harness import call_api, invoke, load_event
+from edgecron_testing.harness import call_api, invoke, load_event, schedules_firing_once
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import Pump, new_app
 
@@ -42,23 +41,12 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Call]]:
 
 def schedules_firing_together(receiver: Receiver, name: str, n: int) -> tuple[str, str, int, list[str]]:
     """(app id, endpoint id, fire time, schedule ids): n schedules firing once at the same second,
-    created beyond the look-ahead, so the scan dispatches them."""
+    created beyond the look-ahead, so the scan dispatches them; the clock stands at their fire time."""
     app_id, key = new_app(name)
     endpoint_id = call_api("POST", "/v1/endpoints", key=key, body={"url": receiver.url(f"/{name}")}).body[
         "id"
     ]
-    fire_at = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=3)
-    cron = f"{fire_at.second} {fire_at.minute} {fire_at.hour} * * *"
-    ids = []
-    for i in range(n):
-        resp = call_api(
-            "POST",
-            "/v1/schedules",
-            key=key,
-            body={"cron": cron, "endpoint_ids": [endpoint_id], "name": f"{i}"},
-        )
-        assert resp.status == 201, resp.body
-        ids.append(str(resp.body["id"]))
+    fire_at, ids = schedules_firing_once(key, str(endpoint_id), n)
     clock.set_clock(clock.FixedClock(fire_at))
     return app_id, str(endpoint_id), clock.to_ms(fire_at), ids
 

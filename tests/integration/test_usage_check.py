@@ -54,6 +54,14 @@ def _direct(key: str, month: str | None = None) -> int:
     return int(resp.body["direct"])
 
 
+def _delivered_and_checked(key: str, endpoint_id: str, n: int, pump: Pump, fixed: clock.FixedClock) -> None:
+    """n direct runs created and delivered now, then checked by the scan once they are old enough."""
+    _create_runs(key, endpoint_id, n)
+    assert pump.deliveries() == n
+    fixed.advance(LAG_SEC)
+    invoke("scan", {"detail": {}})
+
+
 def mark_writes(app_id: str) -> UpdateItemCalls:
     """The writes of one App's check mark."""
     return UpdateItemCalls(RunsCheckedModel, app_id)
@@ -140,17 +148,11 @@ def test_a_months_end_moves_what_the_mark_holds_to_that_months_counter(
     clock.set_clock(fixed)
     app_id, key = new_app("usage-month-end")
     endpoint_id = _endpoint(key, receiver.url("/month-end"))
-    _create_runs(key, endpoint_id, 3)
-    assert pump.deliveries() == 3
-    fixed.advance(LAG_SEC)
-    invoke("scan", {"detail": {}})
+    _delivered_and_checked(key, endpoint_id, 3, pump, fixed)
     assert _direct(key, "2026-11") == 3  # held on the mark, read with the counter
     fixed.set(datetime(2026, 12, 1, 0, 5, tzinfo=UTC))
-    _create_runs(key, endpoint_id, 2)
-    assert pump.deliveries() == 2
-    fixed.advance(LAG_SEC)
     with usage_writes(app_id) as writes:
-        invoke("scan", {"detail": {}})
+        _delivered_and_checked(key, endpoint_id, 2, pump, fixed)
     assert writes.updates == 1  # November's runs went to November's counter, once
     assert (_direct(key, "2026-11"), _direct(key, "2026-12")) == (3, 2)
     invoke("scan", {"detail": {}})
@@ -164,10 +166,7 @@ def test_setting_a_quota_moves_the_runs_the_check_counted_to_the_counter_it_read
     clock.set_clock(fixed)
     app_id, key = new_app("usage-quota-later")
     endpoint_id = _endpoint(key, receiver.url("/quota-later"))
-    _create_runs(key, endpoint_id, 4)
-    assert pump.deliveries() == 4
-    fixed.advance(LAG_SEC)
-    invoke("scan", {"detail": {}})
+    _delivered_and_checked(key, endpoint_id, 4, pump, fixed)
     assert _direct(key) == 4
     resp = call_api("PUT", f"/v1/apps/{app_id}/quota", key=ADMIN_KEY, body={"monthly_quota": 5})
     assert resp.status == 200, resp.body

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import botocore.context
 import botocore.handlers
+import botocore.useragent
 import pytest
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
@@ -272,6 +274,20 @@ def test_on_another_moto_release_calls_are_signed_as_before_and_one_warning_says
     assert _SIGV4_SIGNATURE.search(authorization)
     warned = [r.getMessage() for r in caplog.records if "SigV4" in r.getMessage()]
     assert len(warned) == 1 and "found moto 5.3.0" in warned[0]
+
+
+def test_the_kept_user_agent_headers_are_what_botocore_builds(moto: MotoProcess) -> None:
+    kept = botocore.useragent.UserAgentString.to_string
+    build = kept.build  # type: ignore[attr-defined]
+    for service, config in (("sqs", None), ("dynamodb", Config(user_agent_extra="extra/1"))):
+        client = boto3.session.Session(region_name=REGION).client(service, config=config)
+        creator = client._user_agent_creator
+        assert kept(creator) == build(creator) and kept(creator) is kept(creator)
+        with botocore.context.start_as_current_context():
+            botocore.context.get_context().features.update({"Z", "b"})  # features a call registered
+            assert kept(creator) == build(creator) and "Z" in kept(creator)
+        assert "extra/1" in kept(creator) if config else "extra/1" not in kept(creator)
+        assert kept(creator) == build(creator)
 
 
 def _as_json(value: Any) -> Any:

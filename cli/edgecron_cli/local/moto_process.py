@@ -38,7 +38,9 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import botocore.auth
+import botocore.context
 import botocore.handlers
+import botocore.useragent
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.exceptions import EndpointConnectionError
 
@@ -287,6 +289,45 @@ _SIGNER_SHAPES = [
 ]
 
 
+_USER_AGENT_SHAPES = [
+    (botocore.useragent.UserAgentString, "to_string"),
+    (botocore.useragent.UserAgentString, "_build_feature_metadata"),
+    (botocore.context, "get_context"),
+]
+
+
+def keep_user_agents() -> None:
+    """botocore builds each call's User-Agent header twice, sanitizing every part character by character
+    (about a third of botocore's own CPU per call, in the stack's process). What it builds depends only on
+    the client (its configuration and features, fixed once it exists) and the features the call registered,
+    so each client keeps the headers it built, per set of call features."""
+    if not moto_patches.applies(
+        "botocore keeps the User-Agent headers it built", _USER_AGENT_SHAPES, versioned=False
+    ):
+        return
+    build = botocore.useragent.UserAgentString.to_string
+    if getattr(build, "keeps_built", False):
+        return
+
+    def to_string(self: Any) -> str:
+        context = botocore.context.get_context()
+        key = (
+            id(self),
+            id(self._client_config),
+            frozenset(self._client_features or ()),
+            frozenset(context.features) if context is not None else frozenset(),
+        )
+        kept: dict[Any, str] = self.__dict__.setdefault("_kept_user_agents", {})
+        built = kept.get(key)
+        if built is None:
+            built = kept[key] = build(self)
+        return built
+
+    to_string.keeps_built = True  # type: ignore[attr-defined]
+    to_string.build = build  # type: ignore[attr-defined]
+    botocore.useragent.UserAgentString.to_string = to_string  # type: ignore[method-assign]
+
+
 class MotoProcess:
     """moto's process, seen from the stack: started by `start`, stopped by `stop` (and with the stack's
     process, whichever way that ends: the child exits when its stdin closes), and watched in between:
@@ -368,6 +409,7 @@ class MotoProcess:
             return
         self._transport = BotocoreTransport(self.endpoint_url, self.connections)
         botocore.handlers.BUILTIN_HANDLERS.append(("before-send", self._transport))
+        keep_user_agents()
         if moto_patches.applies("calls to the stack's moto skip SigV4's hashes", _SIGNER_SHAPES):
             botocore.auth.AUTH_TYPE_MAPS[SIGNATURE] = MotoSigner
             MotoSigner.endpoint_root = self.endpoint_url

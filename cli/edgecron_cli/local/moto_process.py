@@ -383,6 +383,9 @@ class MotoProcess:
         reader.start()
         reader.join(START_TIMEOUT_SEC)
         if not found:
+            if not reader.is_alive():  # its stdout closed without a line: it is exiting
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._process.wait(STOP_TIMEOUT_SEC)
             status = self._process.poll()
             found["error"] = (
                 f"moto's process exited with status {status}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,23 +51,30 @@ def _gone(pid: int, within: float) -> bool:
     return False
 
 
-def test_moto_runs_in_a_process_of_its_own_that_stops_with_the_stack(tmp_path: Path) -> None:
+@pytest.fixture
+def own_stack(tmp_path: Path) -> Iterator[LocalStackProcess]:
+    """A stack of the test's own (its moto gets killed); stopped whatever the test did."""
     stack = LocalStackProcess(tmp_path / "state", "60")
-    stack.start()
-    moto = _moto_process(stack)
-    assert f"in its own process (pid {moto})" in stack.output()
-    assert stack.stop() == 0
+    try:
+        stack.start()
+        yield stack
+    finally:
+        stack.stop()
+
+
+def test_moto_runs_in_a_process_of_its_own_that_stops_with_the_stack(own_stack: LocalStackProcess) -> None:
+    moto = _moto_process(own_stack)
+    assert f"in its own process (pid {moto})" in own_stack.output()
+    assert own_stack.stop() == 0
     assert _gone(moto, within=5)
-    assert "saving" in stack.output()
+    assert "saving" in own_stack.output()
 
 
-def test_a_stack_whose_moto_process_dies_says_so_and_exits_with_status_1(tmp_path: Path) -> None:
-    stack = LocalStackProcess(tmp_path / "state", "60")
-    stack.start()
-    os.kill(_moto_process(stack), signal.SIGKILL)
-    status = stack.wait(60)
-    if status is None:
-        stack.kill()
-        pytest.fail(f"the stack ran on without moto:\n{stack.output()}")
+def test_a_stack_whose_moto_process_dies_says_so_and_exits_with_status_1(
+    own_stack: LocalStackProcess,
+) -> None:
+    os.kill(_moto_process(own_stack), signal.SIGKILL)
+    status = own_stack.wait(60)
+    assert status is not None, f"the stack ran on without moto:\n{own_stack.output()}"
     assert status == 1
-    assert f"moto's process exited unexpectedly (status {-signal.SIGKILL})" in stack.output()
+    assert f"moto's process exited unexpectedly (status {-signal.SIGKILL})" in own_stack.output()

@@ -355,8 +355,11 @@ def test_stopping_ends_moto_s_process_and_removes_the_hooks() -> None:
     pid, transport = process.pid, process.transport
     assert pid is not None and _alive(pid)
     assert ("before-send", transport) in botocore.handlers.BUILTIN_HANDLERS
+    socket_path = process.socket_path
+    assert Path(socket_path).exists()
     process.stop()
     assert not _alive(pid)
+    assert not Path(socket_path).parent.exists()
     assert ("before-send", transport) not in botocore.handlers.BUILTIN_HANDLERS
 
 
@@ -397,14 +400,15 @@ def test_moto_s_process_exits_when_the_stack_s_process_is_killed() -> None:
         "from edgecron_cli.local.moto_process import MotoProcess\n"
         "process = MotoProcess(0)\n"
         "process.start()\n"
-        "print(process.pid, flush=True)\n"
+        "print(process.pid, process.socket_path, flush=True)\n"
         "time.sleep(60)\n"
     )
     stack = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         assert stack.stdout is not None
-        child = int(stack.stdout.readline())
-        assert _alive(child)
+        pid, socket_path = stack.stdout.readline().split()
+        child = int(pid)
+        assert _alive(child) and Path(socket_path).exists()
     finally:
         stack.kill()
         stack.wait()
@@ -412,6 +416,7 @@ def test_moto_s_process_exits_when_the_stack_s_process_is_killed() -> None:
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not _alive(child)
+    assert not Path(socket_path).parent.exists()  # nothing left behind in the temporary directory
 
 
 def test_a_taken_port_is_refused_as_address_in_use() -> None:

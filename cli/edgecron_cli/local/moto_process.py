@@ -398,6 +398,10 @@ class MotoProcess:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
+    @property
+    def socket_path(self) -> str:
+        return os.path.join(self._directory, SOCKET_NAME) if self._directory else ""
+
     def _watch(self) -> None:
         assert self._process is not None
         status = self._process.wait()
@@ -596,6 +600,9 @@ def serve(aws_port: int, socket_path: str, verbose: bool) -> int:
     ready.write(json.dumps({"port": port}) + "\n")
     ready.close()
     sys.stdin.buffer.read()  # until the stack closes it, or exits
+    with contextlib.suppress(OSError):  # a stack that was killed cannot remove them itself
+        os.unlink(socket_path)
+        os.rmdir(os.path.dirname(socket_path))  # only if empty: the stack's directory for the socket
     logging.shutdown()
     os._exit(0)  # moto's state lives in the stack's snapshots: nothing else to keep
 

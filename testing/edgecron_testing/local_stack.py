@@ -157,6 +157,23 @@ class LocalStackProcess:
             self._reader.join(5)
         return self._process.returncode
 
+    @property
+    def pid(self) -> int:
+        """The stack's process id (moto's process is its child)."""
+        assert self._process is not None
+        return self._process.pid
+
+    def wait(self, timeout: float) -> int | None:
+        """Wait up to `timeout` s for the stack to exit by itself; its exit status, or None if it runs on."""
+        assert self._process is not None
+        try:
+            status = self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        if self._reader is not None:
+            self._reader.join(5)
+        return status
+
     def kill(self) -> None:
         """SIGKILL: the process dies wherever it is, as a crashed machine or runtime would."""
         assert self._process is not None

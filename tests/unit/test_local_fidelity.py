@@ -1,5 +1,5 @@
-"""The local stack's fidelity hook composes with its moto: calls answered in process through the gate
-get the limits and the index lag, and the TTL sweep deletes through the gate (counted for snapshots)."""
+"""The local stack's fidelity hook composes with its moto: calls answered by moto's process through the
+gate get the limits and the index lag, and the TTL sweep deletes through the gate (counted for snapshots)."""
 
 from __future__ import annotations
 
@@ -12,29 +12,29 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from edgecron_cli.local import moto_speedups
 from edgecron_cli.local.fidelity import install_for_local_stack
 from edgecron_cli.local.intrinsics import REGION
-from edgecron_cli.local.moto_server import LocalMotoServer, start_moto, table_items
+from edgecron_cli.local.moto_process import MotoProcess
 from edgecron_cli.local.ttl import TtlSweeper
 
 
 @pytest.fixture(scope="module")
-def moto() -> Iterator[LocalMotoServer]:
-    server = start_moto(0)
-    yield server
-    server.stop()
-    moto_speedups.uninstall()
+def moto() -> Iterator[MotoProcess]:
+    process = MotoProcess(0)
+    process.start()
+    process.serve_botocore()
+    yield process
+    process.stop()
 
 
-def client(server: LocalMotoServer, service: str) -> Any:
+def client(server: MotoProcess, service: str) -> Any:
     session = boto3.session.Session(
         aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
     )
     return session.client(service, endpoint_url=server.endpoint_url)
 
 
-def indexed_table(server: LocalMotoServer) -> str:
+def indexed_table(server: MotoProcess) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"
     client(server, "dynamodb").create_table(
         TableName=name,
@@ -55,7 +55,7 @@ def indexed_table(server: LocalMotoServer) -> str:
     return name
 
 
-def test_the_local_stack_lags_index_reads_and_enforces_limits(moto: LocalMotoServer) -> None:
+def test_the_local_stack_lags_index_reads_and_enforces_limits(moto: MotoProcess) -> None:
     table = indexed_table(moto)
     hook = install_for_local_stack({"EDGECRON_LOCAL_GSI_LAG_MS": "600000"})  # ten minutes: never reached here
     try:
@@ -85,7 +85,7 @@ def test_the_local_stack_lags_index_reads_and_enforces_limits(moto: LocalMotoSer
         hook.uninstall()
 
 
-def test_the_local_stack_without_lag(moto: LocalMotoServer) -> None:
+def test_the_local_stack_without_lag(moto: MotoProcess) -> None:
     hook = install_for_local_stack({"EDGECRON_LOCAL_GSI_LAG_MS": "0"})
     try:
         assert hook.lag is None and hook.enforce_limits
@@ -93,7 +93,7 @@ def test_the_local_stack_without_lag(moto: LocalMotoServer) -> None:
         hook.uninstall()
 
 
-def test_the_ttl_sweep_deletes_through_the_gate(moto: LocalMotoServer) -> None:
+def test_the_ttl_sweep_deletes_through_the_gate(moto: MotoProcess) -> None:
     ddb = client(moto, "dynamodb")
     table = indexed_table(moto)
     ddb.update_time_to_live(
@@ -102,9 +102,9 @@ def test_the_ttl_sweep_deletes_through_the_gate(moto: LocalMotoServer) -> None:
     now = time.time()
     ddb.put_item(TableName=table, Item={"id": {"S": "old"}, "exp": {"N": str(int(now) - 10)}})
     ddb.put_item(TableName=table, Item={"id": {"S": "new"}, "exp": {"N": str(int(now) + 3600)}})
-    changes = moto.changes.value
-    sweeper = TtlSweeper(ddb, table_items)
+    changes = moto.changes()
+    sweeper = TtlSweeper(ddb, moto.table_items)
     assert table in sweeper.tables()
     assert sweeper.sweep(now) >= 1
-    assert [item["id"]["S"] for item in table_items(table)] == ["new"]
-    assert moto.changes.value > changes  # the snapshot will see the deletion
+    assert [item["id"]["S"] for item in moto.table_items(table)] == ["new"]
+    assert moto.changes() > changes  # the snapshot will see the deletion

@@ -10,14 +10,13 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 from croniter import croniter
 
 from edgecron_cli.local.intrinsics import ACCOUNT_ID, REGION, STACK_NAME, TemplateError
 from edgecron_cli.local.lambda_runtime import Container
-from edgecron_cli.local.moto_server import QueueWaiter
 from edgecron_cli.local.template import ScheduleEvent, SqsEvent
 
 log = logging.getLogger("edgecron_cli.local")
@@ -75,6 +74,12 @@ def scheduled_event(rule_name: str, fire_time: datetime) -> dict[str, Any]:
         "resources": [f"arn:aws:events:{REGION}:{ACCOUNT_ID}:rule/{rule_name}"],
         "detail": {},
     }
+
+
+class Waiter(Protocol):
+    """Says when a message of a queue is visible (moto_server.QueueWaiter, asked in moto's process)."""
+
+    def wait(self, timeout: float) -> bool | None: ...
 
 
 # Pollers wait on a QueueWaiter (moto_server.py), which wakes them when a message becomes visible, then
@@ -173,7 +178,7 @@ class SqsPoller:
         sqs: Any,
         stop: threading.Event,
         *,
-        waiter: QueueWaiter | None = None,
+        waiter: Waiter | None = None,
     ) -> None:
         self.name = f"sqs-{event.name}-{container.name}"
         self._waiter = waiter
@@ -189,6 +194,8 @@ class SqsPoller:
             try:
                 self._poll_once()
             except (BotoCoreError, ClientError):
+                if self._stopping.is_set():
+                    return  # e.g. moto's process is gone and the stack is stopping
                 log.exception("%s: polling %s failed; retrying in 1 s", self.name, self._queue_url)
                 self._stopping.wait(1)
 

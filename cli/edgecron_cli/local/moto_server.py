@@ -1,9 +1,10 @@
-"""moto in server mode inside the stack's process, and the environment the handlers need to reach it."""
+"""moto's side of the local stack: its HTTP server behind the gate, the queue waiter, the snapshot reads
+and writes and the KMS key export and import, all run in moto's process (moto_process.py); and the
+environment the handlers need to reach it."""
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import errno
 import logging
 import os
@@ -11,16 +12,11 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar, TypeVar
-from urllib.parse import urlsplit
+from typing import Any, TypeVar
 
-import botocore.auth
-import botocore.handlers
-from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.exceptions import ClientError
 from moto import backend_index, backends
-from moto.core.botocore_stubber import MockRawResponse
-from moto.core.request import normalize_request
+from moto.core.request import Request
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.kms.models import kms_backends
@@ -72,7 +68,7 @@ _T = TypeVar("_T")
 
 
 class MotoGate:
-    """What every call to moto goes through, over HTTP or in process: change counting and atomicity.
+    """What every call to moto goes through, over HTTP or the stack's socket: change counting and atomicity.
 
     DynamoDB applies each conditional write atomically; moto does not within one call, so two workers
     claiming the same run at once could both win. So moto answers one call at a time, except
@@ -124,114 +120,10 @@ class _NoDelayRequestHandler(MotoRequestHandler):
 
 
 _Route = tuple["re.Pattern[str]", Callable[[Any, str, Any], Any]]
-_CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,\s]+/\d{8}/([^/,\s]+)/([^/,\s]+)/aws4_request")
+Answer = tuple[int, list[tuple[str, str]], bytes]
 
 
-class InProcessTransport:
-    """A botocore `before-send` hook: a call to this process's moto server is answered by moto's handler
-    directly, in the calling thread, through the same gate as an HTTP request.
-
-    The handlers and pollers run in the stack's process, so going through a socket, werkzeug's thread
-    per connection and Flask's routing only burned CPU (most of the stack's, and the GIL is shared with
-    moto). moto gets the same request as over HTTP (same URL, headers and body), so queue URLs, regions
-    and accounts come out as they would from the server. A call this hook cannot route goes over HTTP.
-    """
-
-    def __init__(self, endpoint_url: str, gate: MotoGate) -> None:
-        self._root = endpoint_url.rstrip("/")
-        self._gate = gate
-        self._routes: dict[str, list[_Route]] = {}
-        self._routes_lock = threading.Lock()
-
-    def __call__(
-        self, request: AWSPreparedRequest, event_name: str = "", **kwargs: Any
-    ) -> AWSResponse | None:
-        url = str(request.url)
-        if not _under(url, self._root):
-            return None
-        scope = _CREDENTIAL_SCOPE.search(_header(request, "Authorization"))
-        if scope is None:
-            return None
-        path = urlsplit(url).path or "/"
-        handler = next(
-            (h for pattern, h in self._routes_for(scope.group(2)) if pattern.fullmatch(path)), None
-        )
-        if handler is None:
-            return None
-        operation = event_name.rpartition(".")[2]
-        status, headers, body = self._gate.call(
-            _header(request, "X-Amz-Target"), operation, lambda: _answer(handler, request)
-        )
-        return AWSResponse(url, int(status), headers, MockRawResponse(body))  # type: ignore[arg-type]
-
-    def _routes_for(self, signing_name: str) -> list[_Route]:
-        with self._routes_lock:
-            routes = self._routes.get(signing_name)
-            if routes is None:
-                routes = self._routes[signing_name] = _routes(signing_name)
-            return routes
-
-
-IN_PROCESS_SIGNATURE = "edgecron-local-v4"
-UNSIGNED_MARK = "in-process"  # the Signature of a call to the in-process moto: nothing checks it
-
-
-class InProcessSigner(botocore.auth.SigV4Auth):  # type: ignore[misc]
-    """SigV4 without its hashes, for calls to the in-process moto (about 5 % of the stack's CPU).
-
-    moto never checks a signature; it reads the region and the service from the Authorization header's
-    credential scope and the account from its access key, and so does InProcessTransport's routing. So
-    a call to this process's moto gets that header with the client's access key, region and signing
-    name, and no canonical request, hashes or HMACs. Any other URL is signed as SigV4 signs it.
-    """
-
-    endpoint_root: ClassVar[str | None] = None  # this process's moto, while serve_in_process is on
-
-    def add_auth(self, request: Any) -> None:
-        root = InProcessSigner.endpoint_root
-        if root is None or self.credentials is None or not _under(str(request.url), root):
-            super().add_auth(request)
-            return
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        request.context["timestamp"] = stamp
-        headers = request.headers
-        for name in ("Authorization", "X-Amz-Date", "X-Amz-Security-Token"):
-            if name in headers:
-                del headers[name]
-        headers["X-Amz-Date"] = stamp
-        if self.credentials.token:
-            headers["X-Amz-Security-Token"] = self.credentials.token
-        scope = f"{self.credentials.access_key}/{stamp[:8]}/{self._region_name}/{self._service_name}"
-        headers["Authorization"] = (
-            f"AWS4-HMAC-SHA256 Credential={scope}/aws4_request, SignedHeaders=host;x-amz-date, "
-            f"Signature={UNSIGNED_MARK}"
-        )
-
-
-def _under(url: str, root: str) -> bool:
-    return url == root or url.startswith((root + "/", root + "?"))
-
-
-def choose_in_process_signer(
-    signature_version: Any = None, context: dict[str, Any] | None = None, **kwargs: Any
-) -> Any:
-    """`choose-signer` hook, run first: where botocore would sign with SigV4, InProcessSigner signs
-    (it still signs any URL but the in-process moto's with SigV4). Every other choice is botocore's."""
-    chosen = botocore.handlers.set_operation_specific_signer(context=context or {}, **kwargs)
-    version = signature_version if chosen is None else chosen
-    return IN_PROCESS_SIGNATURE if version == "v4" else chosen
-
-
-_SIGNER_HOOK = ("choose-signer", choose_in_process_signer, botocore.handlers.REGISTER_FIRST)
-_SIGNER_SHAPES = [
-    (botocore.auth, "AUTH_TYPE_MAPS"),
-    (botocore.auth.SigV4Auth, "add_auth"),
-    (botocore.handlers, "set_operation_specific_signer"),
-    (botocore.handlers, "REGISTER_FIRST"),
-]
-
-
-def _routes(signing_name: str) -> list[_Route]:
+def routes(signing_name: str) -> list[_Route]:
     """moto's URL paths and handlers of the service that signs as `signing_name` (none if unknown)."""
     host = f"https://{signing_name}.{REGION}.amazonaws.com"
     for service, pattern in backend_index.backend_url_patterns:
@@ -241,38 +133,45 @@ def _routes(signing_name: str) -> list[_Route]:
     return []
 
 
-def _header(request: AWSPreparedRequest, name: str) -> str:
-    value = request.headers.get(name)
-    return value.decode() if isinstance(value, bytes) else str(value or "")
-
-
-def _answer(handler: Callable[[Any, str, Any], Any], request: AWSPreparedRequest) -> tuple[int, Any, Any]:
-    """What moto's Flask app would answer: moto's errors are responses, any other exception a 500."""
-    normalized = normalize_request(request)
+def answer(
+    handler: Callable[[Any, str, Any], Any], method: str, url: str, headers: dict[str, str], body: bytes
+) -> Answer:
+    """What moto's Flask app would answer this request with, as plain values: moto's errors are
+    responses, any other exception a 500."""
+    request = Request.from_primitives(method, url, headers, body)
     try:
-        result = handler(normalized, normalized.raw_url, dict(normalized.headers))
+        result = handler(request, request.raw_url, dict(request.headers))
     except HTTPException as exc:
-        return int(exc.code or 500), exc.get_headers(), exc.get_body()  # type: ignore[call-arg]
+        return int(exc.code or 500), _plain_headers(exc.get_headers()), _bytes(exc.get_body())  # type: ignore[call-arg]
     except ClientError as exc:
-        return 400, {}, exc.response["Error"]["Message"]
+        return 400, [], _bytes(exc.response["Error"]["Message"])
     except Exception:
-        log.exception("moto failed to answer %s", request.url)
-        return 500, {}, b"Internal Server Error"
+        log.exception("moto failed to answer %s", url)
+        return 500, [], b"Internal Server Error"
     if len(result) == 3:
-        status, headers, body = result
-        return int(status), headers, body
-    return 200, {}, result
+        status, out_headers, out_body = result
+        return int(status), _plain_headers(out_headers), _bytes(out_body)
+    return 200, [], _bytes(result)
+
+
+def _plain_headers(headers: Any) -> list[tuple[str, str]]:
+    pairs = headers.items() if hasattr(headers, "items") else headers or []
+    return [(str(name), str(value)) for name, value in pairs]
+
+
+def _bytes(body: Any) -> bytes:
+    if body is None:
+        return b""
+    return body.encode("utf-8") if isinstance(body, str) else bytes(body)
 
 
 class LocalMotoServer(ThreadedMotoServer):
-    """ThreadedMotoServer with the gate in front of moto's WSGI app, and an in-process transport for the
-    botocore clients of this process (installed by `serve_in_process`)."""
+    """ThreadedMotoServer with the gate in front of moto's WSGI app."""
 
     def __init__(self, port: int) -> None:
         super().__init__(ip_address=HOST, port=port, verbose=False)
         self.gate = MotoGate()
         self.changes = self.gate.changes
-        self._transport: InProcessTransport | None = None
 
     def _server_entry(self) -> None:
         shapes = [(ThreadedMotoServer, "_server_entry"), (self, "_server_ready_event"), (self, "_ip_address")]
@@ -292,28 +191,6 @@ class LocalMotoServer(ThreadedMotoServer):
     def listening(self) -> bool:
         return self._server is not None
 
-    def serve_in_process(self) -> None:
-        """From now on, botocore sessions created in this process answer calls to this server in process."""
-        if self._transport is None:
-            self._transport = InProcessTransport(self.endpoint_url, self.gate)
-            botocore.handlers.BUILTIN_HANDLERS.append(("before-send", self._transport))
-            if moto_patches.applies("calls to the in-process moto skip SigV4's hashes", _SIGNER_SHAPES):
-                botocore.auth.AUTH_TYPE_MAPS[IN_PROCESS_SIGNATURE] = InProcessSigner
-                InProcessSigner.endpoint_root = self.endpoint_url
-                if _SIGNER_HOOK not in botocore.handlers.BUILTIN_HANDLERS:
-                    botocore.handlers.BUILTIN_HANDLERS.append(_SIGNER_HOOK)
-
-    def stop(self) -> None:
-        if self._transport is not None:
-            with contextlib.suppress(ValueError):
-                botocore.handlers.BUILTIN_HANDLERS.remove(("before-send", self._transport))
-            if InProcessSigner.endpoint_root == self.endpoint_url:
-                with contextlib.suppress(ValueError):
-                    botocore.handlers.BUILTIN_HANDLERS.remove(_SIGNER_HOOK)
-                InProcessSigner.endpoint_root = None
-            self._transport = None
-        super().stop()
-
     @property
     def endpoint_url(self) -> str:
         host, port = self.get_host_and_port()
@@ -321,7 +198,8 @@ class LocalMotoServer(ThreadedMotoServer):
 
 
 def start_moto(port: int = DEFAULT_AWS_PORT) -> LocalMotoServer:
-    """Start moto on 127.0.0.1:`port` (0 picks a free port); its per-request log lines are silenced."""
+    """Start moto on 127.0.0.1:`port` (0 picks a free port) with the emulator's work-arounds; its
+    per-request log lines are silenced. moto's process (moto_process.py) runs it."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     moto_speedups.install()
     moto_transactions.install()
@@ -329,12 +207,12 @@ def start_moto(port: int = DEFAULT_AWS_PORT) -> LocalMotoServer:
     server.start()
     if not server.listening:
         raise OSError(errno.EADDRINUSE, "address in use")
-    server.serve_in_process()
     return server
 
 
 class QueueWaiter:
-    """Tells an SQS poller when a message of a queue can be received, by watching moto's queue in process.
+    """Tells an SQS poller when a message of a queue can be received, by watching moto's queue in its
+    process (the stack's pollers ask through moto_process.RemoteQueueWaiter).
 
     moto's long poll wakes only when a message is sent, not when a delayed or in-flight one becomes
     visible, and every waiting poll rescans the queue on every message sent. Pollers wait here instead:
@@ -459,7 +337,7 @@ def put_items(table_name: str, items: list[dict[str, Any]]) -> None:
 
 
 def kms_key_material(key_id: str) -> bytes:
-    """The material moto encrypts with for a key (moto runs in this process, so it can be read)."""
+    """The material moto encrypts with for a key (read where moto runs)."""
     return bytes(kms_backends[ACCOUNT_ID][REGION].keys[key_id].key_material)
 
 

@@ -15,9 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from moto.core.exceptions import JsonRESTError
-
-from edgecron_cli.local.moto_server import import_kms_key, kms_key_material, put_items, table_items
+from edgecron_cli.local.moto_process import MotoCallError, MotoProcess
 from edgecron_cli.local.provision import Provisioned, kms_alias_name
 from edgecron_cli.local.template import Template
 
@@ -70,9 +68,13 @@ def write_snapshot(path: Path, snapshot: Snapshot) -> None:
     os.replace(temporary, path)
 
 
-def take_snapshot(provisioned: Provisioned, custom_resources: dict[str, dict[str, Any]]) -> Snapshot:
+def take_snapshot(
+    provisioned: Provisioned, custom_resources: dict[str, dict[str, Any]], moto: MotoProcess
+) -> Snapshot:
     """Read every table of the template from moto; collect secret values and KMS key material."""
-    tables = {logical_id: table_items(table_name) for logical_id, table_name in provisioned.tables.items()}
+    tables = {
+        logical_id: moto.table_items(table_name) for logical_id, table_name in provisioned.tables.items()
+    }
     return Snapshot(
         tables=tables,
         secrets={logical_id: secret.value for logical_id, secret in provisioned.secrets.items()},
@@ -80,23 +82,25 @@ def take_snapshot(provisioned: Provisioned, custom_resources: dict[str, dict[str
         kms_keys={
             logical_id: {
                 "key_id": key.key_id,
-                "material": base64.b64encode(kms_key_material(key.key_id)).decode("ascii"),
+                "material": base64.b64encode(moto.kms_key_material(key.key_id)).decode("ascii"),
             }
             for logical_id, key in provisioned.kms_keys.items()
         },
     )
 
 
-def restore_kms_keys(snapshot: Snapshot, template: Template, kms: Any, name_prefix: str) -> None:
+def restore_kms_keys(
+    snapshot: Snapshot, template: Template, kms: Any, name_prefix: str, moto: MotoProcess
+) -> None:
     """Bring back the template's KMS keys with their ids and material, before provisioning looks for them."""
     for logical_id, saved in snapshot.kms_keys.items():
         if logical_id not in template.kms_keys:
             continue
-        import_kms_key(saved["key_id"], base64.b64decode(saved["material"]), description=logical_id)
+        moto.import_kms_key(saved["key_id"], base64.b64decode(saved["material"]), description=logical_id)
         kms.create_alias(AliasName=kms_alias_name(name_prefix, logical_id), TargetKeyId=saved["key_id"])
 
 
-def restore_tables(provisioned: Provisioned, snapshot: Snapshot) -> None:
+def restore_tables(provisioned: Provisioned, snapshot: Snapshot, moto: MotoProcess) -> None:
     """Put every saved item back; tables the template no longer has are skipped with a warning."""
     for logical_id, items in snapshot.tables.items():
         table_name = provisioned.tables.get(logical_id)
@@ -106,6 +110,8 @@ def restore_tables(provisioned: Provisioned, snapshot: Snapshot) -> None:
             )
             continue
         try:
-            put_items(table_name, items)
-        except JsonRESTError as exc:  # e.g. the table's key schema changed since the snapshot
-            log.warning("snapshot: items of %s could not be restored: %s", logical_id, exc.message)
+            moto.put_items(table_name, items)
+        except MotoCallError as exc:  # moto refused them, e.g. the table's key schema changed since
+            if not exc.refused:
+                raise
+            log.warning("snapshot: items of %s could not be restored: %s", logical_id, exc)

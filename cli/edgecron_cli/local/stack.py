@@ -1,4 +1,5 @@
-"""`edgecron local`: the whole template running in one process against moto, with no Docker and no account."""
+"""`edgecron local`: the whole template running against moto, with no Docker and no account: the handlers in
+the stack's process, moto in a child process (moto_process.py)."""
 
 from __future__ import annotations
 
@@ -27,15 +28,8 @@ from edgecron_cli.local.gateway import CFN_RESPONSE_PATH, Gateway
 from edgecron_cli.local.iam import Denial, IamCheck
 from edgecron_cli.local.intrinsics import REGION, STACK_ID
 from edgecron_cli.local.lambda_runtime import Container, add_layers_to_path, isolate_powertools_request_state
-from edgecron_cli.local.moto_server import (
-    HOST,
-    LOCAL_OVERRIDES,
-    LocalMotoServer,
-    QueueWaiter,
-    handler_environment,
-    start_moto,
-    table_items,
-)
+from edgecron_cli.local.moto_process import MotoProcess
+from edgecron_cli.local.moto_server import HOST, LOCAL_OVERRIDES, handler_environment
 from edgecron_cli.local.provision import DEFAULT_PREFIX, AwsClients, Provisioned, provision
 from edgecron_cli.local.snapshot import (
     Snapshot,
@@ -93,7 +87,8 @@ class LocalStack:
         self.options = options
         self.stop_requested = threading.Event()
         self._state_path = options.state_dir / STATE_FILE
-        self._moto: LocalMotoServer | None = None
+        self._moto: MotoProcess | None = None
+        self._moto_lost = threading.Event()
         self._gateway: Gateway | None = None
         self._threads: list[threading.Thread] = []
         self._provisioned: Provisioned | None = None
@@ -119,8 +114,16 @@ class LocalStack:
             started = time.monotonic()
             self._save_if_changed()
             interval = max(SNAPSHOT_INTERVAL_SEC, (time.monotonic() - started) / SNAPSHOT_MAX_SHARE)
+        if self._moto_lost.is_set():  # the last snapshot stays as it was: moto's state is gone
+            self._shutdown(save=False)
+            return 1
         self._shutdown(save=True)
         return 0
+
+    def _on_moto_exit(self, status: int) -> None:
+        """moto's process died: nothing can work without it, so the stack stops and exits non-zero."""
+        self._moto_lost.set()
+        self.stop_requested.set()
 
     def _start(self) -> None:
         options = self.options
@@ -129,14 +132,16 @@ class LocalStack:
         if not template_path.is_file():
             raise StartupError(f"{template_path} does not exist; pass --root")
         template = load_template(template_path)
+        self._moto = MotoProcess(options.aws_port, verbose=options.verbose, on_exit=self._on_moto_exit)
         try:
-            self._moto = start_moto(options.aws_port)
+            self._moto.start()
         except OSError as exc:
             raise StartupError(
                 f"moto cannot listen on {HOST}:{options.aws_port} ({exc.strerror}); pass --aws-port"
             ) from exc
+        self._moto.serve_botocore()
         endpoint = self._moto.endpoint_url
-        log.info("moto (AWS APIs) on %s", endpoint)
+        log.info("moto (AWS APIs) on %s, in its own process (pid %s)", endpoint, self._moto.pid)
         self._fidelity = fidelity.install_for_local_stack()
         log.info(
             "AWS limits enforced; index reads lag %.0f ms (EDGECRON_LOCAL_GSI_LAG_MS)",
@@ -148,7 +153,7 @@ class LocalStack:
         clients = AwsClients.from_session(session, endpoint)
         snapshot = read_snapshot(self._state_path)
         if snapshot:
-            restore_kms_keys(snapshot, template, clients.kms, DEFAULT_PREFIX)
+            restore_kms_keys(snapshot, template, clients.kms, DEFAULT_PREFIX, self._moto)
         provisioned = provision(template, clients, secret_values=snapshot.secrets if snapshot else None)
         self._provisioned = provisioned
         log.info(
@@ -161,7 +166,7 @@ class LocalStack:
         )
         self._install_iam(provisioned)
         if snapshot:
-            restore_tables(provisioned, snapshot)
+            restore_tables(provisioned, snapshot, self._moto)
             self._custom_resources = dict(snapshot.custom_resources)
             log.info("restored %d items from %s", snapshot.item_count, self._state_path)
 
@@ -195,11 +200,14 @@ class LocalStack:
             for source in schedules:
                 source.container.invoke(REBUILD_EVENT)
             log.info("asked the scan to re-enqueue non-terminal runs from DynamoDB")
-        sources: list[ScheduleSource | SqsPoller] = [*schedules, *self._pollers(template, session, endpoint)]
+        sources: list[ScheduleSource | SqsPoller] = [
+            *schedules,
+            *self._pollers(template, session, self._moto),
+        ]
         self._threads = [threading.Thread(target=s.run, name=s.name, daemon=True) for s in sources]
         sweep_sec = ttl.local_sweep_interval()
         if sweep_sec > 0:
-            sweeper = ttl.TtlSweeper(clients.dynamodb, table_items)
+            sweeper = ttl.TtlSweeper(clients.dynamodb, self._moto.table_items)
             self._threads.append(
                 threading.Thread(
                     target=ttl.run_sweeps,
@@ -245,7 +253,9 @@ class LocalStack:
     def _containers(self, function: Function, count: int) -> list[Container]:
         return [self._container(function, index) for index in range(count)]
 
-    def _pollers(self, template: Template, session: boto3.session.Session, endpoint: str) -> list[SqsPoller]:
+    def _pollers(
+        self, template: Template, session: boto3.session.Session, moto: MotoProcess
+    ) -> list[SqsPoller]:
         assert self._provisioned is not None
         plans = [
             (function, event, self.options.concurrency)  # Lambda polls a queue in parallel at any BatchSize
@@ -254,13 +264,16 @@ class LocalStack:
         ]
         total = sum(count for _, _, count in plans)
         sqs = session.client(
-            "sqs", region_name=REGION, endpoint_url=endpoint, config=Config(max_pool_connections=total + 2)
+            "sqs",
+            region_name=REGION,
+            endpoint_url=moto.endpoint_url,
+            config=Config(max_pool_connections=total + 2),
         )
         pollers: list[SqsPoller] = []
         loaded: dict[str, int] = {}
         for function, event, count in plans:
             queue = self._provisioned.queues[event.queue]
-            waiter = QueueWaiter(queue.url)
+            waiter = moto.waiter(queue.url)
             for _ in range(count):
                 index = loaded[function.logical_id] = loaded.get(function.logical_id, -1) + 1
                 container = self._container(function, index)
@@ -363,10 +376,12 @@ class LocalStack:
 
     def _save_if_changed(self) -> None:
         assert self._moto is not None
-        changes = self._moto.changes.value
-        if changes == self._saved_changes:
+        if self._moto_lost.is_set():
             return
         try:
+            changes = self._moto.changes()
+            if changes == self._saved_changes:
+                return
             self._save()
         except Exception:
             log.exception("snapshot failed; the next one is in a few seconds")
@@ -374,8 +389,8 @@ class LocalStack:
         self._saved_changes = changes
 
     def _save(self) -> None:
-        assert self._provisioned is not None
-        write_snapshot(self._state_path, take_snapshot(self._provisioned, self._custom_resources))
+        assert self._provisioned is not None and self._moto is not None
+        write_snapshot(self._state_path, take_snapshot(self._provisioned, self._custom_resources, self._moto))
 
     def _shutdown(self, save: bool) -> None:
         self.stop_requested.set()

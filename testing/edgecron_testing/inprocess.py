@@ -84,8 +84,6 @@ PROVISIONED = provision_from_template(ROOT / "template.yaml", secret_values={"Ad
 IAM = iam_support.install(PROVISIONED)  # each handler's calls are checked against its role
 os.environ.update(PROVISIONED.environment())
 os.environ.update({"ALLOWED_CIDRS": "127.0.0.0/8,::1/128", "ALLOW_HTTP": "true", "CLAIM_SEC": "60"})
-# the Task Runs table of earlier releases: off, as once an upgrade is complete (its tests switch it on)
-os.environ["TASK_RUNS_TABLE"] = ""
 
 from edgecron.config import get_settings  # noqa: E402
 

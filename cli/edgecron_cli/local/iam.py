@@ -300,7 +300,7 @@ class ArnBook:
         return book
 
     def label(self, arn: str) -> str:
-        """`TaskRunsTable/index/wake` for the wake index's ARN; an unknown ARN stays as it is."""
+        """`RunsTable/index/wake` for the wake index's ARN; an unknown ARN stays as it is."""
         if arn in self.labels:
             return self.labels[arn]
         table, sep, index = arn.partition("/index/")

@@ -40,7 +40,6 @@ class Settings(BaseModel):
     fires_table: str = _name("FIRES_TABLE")
     runs_table: str = _name("RUNS_TABLE")
     # the Task Runs table of earlier releases (key run_id), read and copied while the stack upgrades
-    legacy_runs_table: str = Field(default="", alias="TASK_RUNS_TABLE")
     attempts_table: str = _name("ATTEMPTS_TABLE")
     events_table: str = _name("EVENTS_TABLE")
     fanout_pages_table: str = _name("FANOUT_PAGES_TABLE")

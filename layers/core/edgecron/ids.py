@@ -27,12 +27,6 @@ def new_id(prefix: str, ms: int | None = None) -> str:
     return f"{prefix}_{ulid(ms)}"
 
 
-def deterministic_id(prefix: str, *parts: str) -> str:
-    """The same parts always give the same id, so writing a run twice is a conditional no-op."""
-    digest = hashlib.sha256("|".join(parts).encode()).digest()
-    return f"{prefix}_{_b32(int.from_bytes(digest[:16], 'big'), 26)}"
-
-
 def _time_prefix(body: str) -> int | None:
     if len(body) < 10 or any(c not in _ALPHABET for c in body[:10]):
         return None

@@ -12,7 +12,6 @@ from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
 
-from edgecron.data import legacy_runs
 from edgecron.data.conditional import save_if
 from edgecron.data.keys import run_partition
 from edgecron.data.models import AttemptModel, AttemptRecord, TaskRunModel
@@ -95,7 +94,7 @@ def _run(
             run_partition(app_id, run_id), run_id, consistent_read=consistent, attributes_to_get=attributes
         )
     except DoesNotExist:
-        return legacy_runs.get(app_id, run_id, consistent=consistent)
+        return None
 
 
 def _first_of(app_id: str, run_id: str) -> Attempt | None:

@@ -59,11 +59,6 @@ def run_id(schedule_id: str, fire_at_ms: int, endpoint_id: str) -> str:
     return ids.keyed_id("run", fire_at_ms, schedule_id, str(fire_at_ms), endpoint_id)
 
 
-def legacy_run_id(schedule_id: str, fire_at_ms: int, endpoint_id: str) -> str:
-    """The id earlier releases gave that run (not time-ordered), checked while they may have made it."""
-    return ids.deterministic_id("run", schedule_id, str(fire_at_ms), endpoint_id)
-
-
 def create(
     schedule_id: str,
     fire_at_ms: int,

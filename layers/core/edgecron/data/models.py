@@ -396,7 +396,6 @@ class UsageModel(Model):
 
 
 RUNS_CHECKED_MONTH = "runs-checked"  # sort key of an App's check mark in UsageTable (never a month)
-RUNS_COPIED_APP = "#runs-copied"  # partition of the upgrade copy's mark in UsageTable (never an App id)
 
 
 class RunsCheckedModel(Model):

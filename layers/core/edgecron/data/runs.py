@@ -6,8 +6,7 @@ whose message is sent when it is created has no entry until the scan's check of 
 The table is keyed by App partition (one of RUN_PARTITIONS per App, by a hash of the run id) and
 time-ordered run id, so an App's runs are read by merging the queries of its partitions (list_page,
 created_between); the `wake` index projects keys only, so a claim or a result never
-rewrites its entry, and wake_due fetches the items by key. While a stack upgrades, the table of
-earlier releases is read and copied from (data/legacy_runs.py)."""
+rewrites its entry, and wake_due fetches the items by key."""
 
 from __future__ import annotations
 
@@ -20,9 +19,9 @@ from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
 
-from edgecron import clock, ids
+from edgecron import ids
 from edgecron.config import get_settings
-from edgecron.data import legacy_runs, run_checks, usage
+from edgecron.data import run_checks, usage
 from edgecron.data.attempts import as_record
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import run_expires_at_s
@@ -257,40 +256,18 @@ def put_cancelled(
     return put_new(cancelled)
 
 
-def put_new(run: TaskRun, *, legacy_id: str | None = None) -> bool:
-    """Create the run unless it exists (deterministic ids make a second create a no-op). While the
-    table of earlier releases is there, a run it holds (under this id, or `legacy_id`: the id an
-    earlier release gave the same run) exists too."""
-    if legacy_runs.enabled():
-        # under its own id the conditional put below is this table's check: only the old table is read
-        if legacy_runs.get(run.app_id, run.run_id, consistent=True) is not None:
-            return False
-        if legacy_id and legacy_id != run.run_id and get(run.app_id, legacy_id, consistent=True) is not None:
-            return False
+def put_new(run: TaskRun) -> bool:
+    """Create the run unless it exists (deterministic ids make a second create a no-op)."""
     if not run.has_wake_entry and run.status not in st.TERMINAL:  # only the check finds it if lost
         # the check walks runs by the time their ids sort by: a schedule run's is its fire time
         run_checks.cover(run.app_id, max(run.created_at, ids.ms_of(run.run_id) or 0))
     return save_if(to_row(run), M.run_id.does_not_exist())
 
 
-def _update_here(app_id: str, run_id: str, actions: list[Any], condition: Any) -> TaskRun | None:
-    """A conditional update of this table only: the run as stored after it, or None when the
-    condition failed."""
+def _update_at(app_id: str, run_id: str, actions: list[Any], condition: Any) -> TaskRun | None:
+    """A conditional update: the run as stored after it, or None when the condition failed."""
     item = _key(app_id, run_id)
     return to_entity(item) if update_if(item, actions, condition) else None
-
-
-def _update_at(app_id: str, run_id: str, actions: list[Any], condition: Any) -> TaskRun | None:
-    """A conditional update: the run as stored after it, or None when the condition failed. A run
-    only the table of earlier releases holds is copied over first (conditionally), and the update
-    tried once more."""
-    updated = _update_here(app_id, run_id, actions, condition)
-    if updated is not None:
-        return updated
-    now_ms = clock.to_ms(clock.now())  # only the wake time of a copied unfinished run
-    if not legacy_runs.copy_up(app_id, run_id, now_ms):
-        return None
-    return _update_here(app_id, run_id, actions, condition)
 
 
 def _update(run: TaskRun, actions: list[Any], condition: Any) -> TaskRun | None:
@@ -305,8 +282,7 @@ def get(app_id: str, run_id: str, *, consistent: bool = False) -> TaskRun | None
     try:
         return to_entity(M.get(run_partition(app_id, run_id), run_id, consistent_read=consistent))
     except DoesNotExist:
-        row = legacy_runs.get(app_id, run_id, consistent=consistent)
-        return None if row is None else to_entity(row)
+        return None
 
 
 def get_for_app(app_id: str, run_id: str, now_ms: int) -> TaskRun | None:
@@ -476,7 +452,7 @@ def release_for_flow(
     if waiting == st.RETRY_SCHEDULED:
         actions.append(M.next_retry_at.set(due_ms))
     actions += _counted(run)
-    return _update_here(run.app_id, run.run_id, actions, _owned(run))
+    return _update_at(run.app_id, run.run_id, actions, _owned(run))
 
 
 def _ending_uncounted(run: TaskRun, actions: list[Any], condition: Any) -> TaskRun | None:
@@ -700,8 +676,8 @@ def _list_key(app_id: str, run_id: str) -> dict[str, Any]:
 
 
 def is_list_cursor(cursor: dict[str, Any]) -> bool:
-    """A cursor list_page can resume from: after a run, or in the runs of earlier releases."""
-    return legacy_runs.is_list_cursor(cursor) or isinstance(cursor.get("run_id", {}).get("S"), str)
+    """A cursor list_page can resume from: after a run."""
+    return isinstance(cursor.get("run_id", {}).get("S"), str)
 
 
 def list_page(
@@ -717,8 +693,7 @@ def list_page(
     max_keys: int = MAX_KEYS_PER_PAGE,
 ) -> Page[TaskRun]:
     """Up to `limit` of the App's runs matching the filters, newest first. Reads the App's runs in
-    batches (its partitions' queries merged, eventually consistent) and filters here; while a stack upgrades, the runs of the
-    table of earlier releases not copied yet follow. The cursor (the key of the last run returned,
+    batches (its partitions' queries merged, eventually consistent) and filters here. The cursor (the key of the last run returned,
     or of the last run read) resumes exactly after it; a page stops after `max_keys` runs read even
     with fewer matching, so a filter that matches little never reads an App's whole history in one
     request."""
@@ -727,20 +702,13 @@ def list_page(
     Key = tuple[str, dict[str, Any]]
 
     def read_keys(start: dict[str, Any] | None, size: int) -> tuple[list[Key], Any]:
-        if legacy_runs.is_list_cursor(start):  # the runs of earlier releases, after all the others
-            return legacy_runs.list_keys(app_id, start or {}, size)
         before = None if start is None else start["run_id"]["S"]
         rows = _merged(app_id, None if before is None else M.run_id < before, size, newest_first=True)
         read.update((run.run_id, run) for run in _entities(rows))  # one it cannot read is left out
         after = _list_key(app_id, rows[-1].run_id) if len(rows) == size else None
-        if after is None and legacy_runs.enabled():
-            after = legacy_runs.list_from_top(app_id)
         return [(row.run_id, _list_key(app_id, row.run_id)) for row in rows], after
 
     def fetch(keys: list[Key]) -> dict[str, TaskRun]:
-        if keys and legacy_runs.is_list_cursor(keys[0][1]):
-            rows = legacy_runs.not_copied(app_id, [run_id for run_id, _ in keys])
-            return {run.run_id: run for run in _entities(rows.values())}
         return {run_id: read[run_id] for run_id, _ in keys if run_id in read}  # read by the query
 
     items, last_key = collect_page(
@@ -783,13 +751,4 @@ def get_many(app_id: str, run_ids: list[str], *, consistent: bool = True) -> lis
     for start in range(0, len(run_ids), BATCH_GET_MAX):
         keys = [(run_partition(app_id, run_id), run_id) for run_id in run_ids[start : start + BATCH_GET_MAX]]
         out.extend(_entities(M.batch_get(keys, consistent_read=consistent)))
-    if legacy_runs.enabled():  # runs of earlier releases not copied yet
-        found = {run.run_id for run in out}
-        out.extend(
-            _entities(
-                r
-                for i in run_ids
-                if i not in found and (r := legacy_runs.get(app_id, i, consistent=consistent))
-            )
-        )
     return out

@@ -11,7 +11,6 @@ from typing import Any
 import requests
 
 from edgecron import clock
-from edgecron.data import legacy_runs
 from edgecron.observability import logger
 from edgecron.services import fire_pipeline
 from edgecron.services.scan import ScanReport, dispatch_runs
@@ -26,29 +25,14 @@ class CfnAnswer:
     data: dict[str, Any]
 
 
-def copy_old_runs(now_ms: int, deadline: float) -> tuple[int, bool]:
-    """The upgrade copy of the Task Runs of earlier releases (docs/upgrade.md), page by page until
-    it is done or the deploy's time is up; each scan tick goes on with what is left."""
-    copied = 0
-    while time.monotonic() < deadline:
-        n, done = legacy_runs.copy_step(now_ms)
-        copied += n
-        if done:
-            return copied, True
-    return copied, False
-
-
 def catch_up(remaining_ms: int) -> dict[str, Any]:
     deadline = time.monotonic() + max(1.0, remaining_ms / 1000 - ANSWER_MARGIN_SEC)
     now = clock.now()
     schedules = fire_pipeline.dispatch_due_schedules(now, deadline=deadline)
     runs = ScanReport()
     dispatch_runs(now, runs)
-    copied, copy_done = copy_old_runs(clock.to_ms(now), deadline)
     return {
         **schedules.__dict__,
-        "runs_copied": copied,
-        "runs_copy_done": copy_done,
         "runs_enqueued": runs.runs_enqueued,
         "claims_released": runs.claims_released,
     }

@@ -32,11 +32,6 @@ def run_id_for(event_id: str, endpoint_id: str) -> str:
     return ids.keyed_id("run", ids.ms_of(event_id) or 0, event_id, endpoint_id)
 
 
-def legacy_run_id_for(event_id: str, endpoint_id: str) -> str:
-    """The id earlier releases gave that run (not time-ordered), checked while they may have made it."""
-    return ids.deterministic_id("run", event_id, endpoint_id)
-
-
 def publish(
     app_id: str,
     req: EventCreate,

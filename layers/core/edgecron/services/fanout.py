@@ -47,7 +47,7 @@ from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import logger
 from edgecron.schemas.messages import FanoutBody
 from edgecron.services import fire_dispatch, fire_pipeline
-from edgecron.services.events import legacy_run_id_for, run_id_for
+from edgecron.services.events import run_id_for
 from edgecron.services.task_runs import enqueue_plan
 
 PAGE_SIZE = 100  # an Event's page: matched runs are created and enqueued right away
@@ -232,7 +232,7 @@ def _create_event_runs(event: Event, endpoint_ids: list[str], now_ms: int) -> in
             wake_at_ms=None,
             now_ms=now_ms,
         )
-        if run_data.put_new(run, legacy_id=legacy_run_id_for(event.event_id, endpoint_id)):
+        if run_data.put_new(run):
             created += 1
     return created
 

@@ -312,9 +312,7 @@ def put_fire_run(
         retry_policy_id=schedule.retry_policy_id,
         settles_fire=settles_fire,
     )
-    return run_data.put_new(
-        run, legacy_id=fire_data.legacy_run_id(schedule.schedule_id, fire_at_ms, endpoint_id)
-    )
+    return run_data.put_new(run)
 
 
 def _cancel_runs(fire: Fire, now_ms: int) -> None:

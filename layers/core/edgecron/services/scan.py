@@ -12,8 +12,8 @@ from datetime import datetime
 
 from edgecron import clock, ids
 from edgecron.config import Settings, get_settings
-from edgecron.data import legacy_runs, run_checks
 from edgecron.data import queues as queue_data
+from edgecron.data import run_checks
 from edgecron.data import runs as run_data
 from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.data.run_checks import check_lag_ms
@@ -39,7 +39,6 @@ FIRST_CHECK_SEC = 3_600  # an App without a check mark (new, or an upgraded stac
 @dataclass
 class ScanReport:
     runs_checked: int = 0
-    runs_copied: int = 0
     runs_watched: int = 0
     runs_enqueued: int = 0
     claims_released: int = 0
@@ -69,7 +68,6 @@ def run_scan(
                 "runs": run_work(now, report, rebuild=rebuild),
                 "schedules": fire_pipeline.schedule_work(now, schedules),
                 "interrupted": fire_pipeline.interrupted_work(now, schedules),
-                "upgrade copy": copy_work(now, report),
             },
             budget,
         )
@@ -82,16 +80,6 @@ def run_scan(
         logger.warning("scan stopped at its deadline", extra={"unfinished": report.unfinished})
     logger.info("scan finished", extra={"report": report.__dict__})
     return report
-
-
-def copy_work(now: datetime, report: ScanReport) -> Work:
-    """While a stack upgrades: the copy of the Task Runs of earlier releases goes on, one page a step."""
-    while legacy_runs.enabled():
-        copied, done = legacy_runs.copy_step(clock.to_ms(now))
-        report.runs_copied += copied
-        yield
-        if done:
-            return
 
 
 def dispatch_runs(now: datetime, report: ScanReport, *, rebuild: bool = False) -> None:

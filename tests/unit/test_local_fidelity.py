@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -16,15 +15,6 @@ from edgecron_cli.local.fidelity import install_for_local_stack
 from edgecron_cli.local.intrinsics import REGION
 from edgecron_cli.local.moto_process import MotoProcess
 from edgecron_cli.local.ttl import TtlSweeper
-
-
-@pytest.fixture(scope="module")
-def moto() -> Iterator[MotoProcess]:
-    process = MotoProcess(0)
-    process.start()
-    process.serve_botocore()
-    yield process
-    process.stop()
 
 
 def client(server: MotoProcess, service: str) -> Any:

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -38,15 +38,6 @@ from edgecron_cli.local.intrinsics import REGION
 from edgecron_cli.local.lambda_runtime import Invocation
 from edgecron_cli.local.moto_process import MotoCallError, MotoProcess
 from edgecron_cli.local.template import SqsEvent
-
-
-@pytest.fixture(scope="module")
-def moto() -> Iterator[MotoProcess]:
-    process = MotoProcess(0)
-    process.start()
-    process.serve_botocore()
-    yield process
-    process.stop()
 
 
 def _client(process: MotoProcess, service: str, *, over_http: bool = False, region: str = REGION) -> Any:

@@ -178,10 +178,9 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
             if outbox.full:
                 outbox.flush()
             yield
-        outbox.flush()
     finally:
         try:
-            outbox.flush()  # the tick's time ran out: what was dispatched is sent and advanced
+            outbox.flush()  # the rest, also when the tick's time ran out: dispatched is sent and advanced
         finally:
             count(DUE_SCHEDULES, report.due_schedules)
 

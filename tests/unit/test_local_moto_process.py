@@ -38,6 +38,7 @@ from edgecron_cli.local.intrinsics import REGION
 from edgecron_cli.local.lambda_runtime import Invocation
 from edgecron_cli.local.moto_process import MotoCallError, MotoProcess
 from edgecron_cli.local.template import SqsEvent
+from edgecron_testing.tables import id_table
 
 
 def _client(process: MotoProcess, service: str, *, over_http: bool = False, region: str = REGION) -> Any:
@@ -217,13 +218,7 @@ def test_calls_over_the_socket_are_not_hashed_and_still_reach_their_region_and_a
     url = sqs.create_queue(QueueName=f"q-{uuid.uuid4().hex[:8]}")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     assert arn == f"arn:aws:sqs:eu-west-1:123456789012:{url.rpartition('/')[2]}"
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    ddb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    name = id_table(ddb)
     assert name in ddb.list_tables()["TableNames"]
     assert name not in _client(moto, "dynamodb").list_tables()["TableNames"]  # us-east-1
     assert _answered(moto) == before + 5

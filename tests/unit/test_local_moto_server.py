@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,23 +15,13 @@ from moto.dynamodb.models.utilities import dynamo_json_dump
 
 from edgecron_cli.local import moto_server
 from edgecron_cli.local.intrinsics import REGION
+from edgecron_testing.tables import id_table
 
 
 @pytest.fixture
 def ddb() -> Iterator[Any]:
     with mock_aws():
         yield boto3.client("dynamodb", region_name=REGION)
-
-
-def _table(ddb: Any) -> str:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    ddb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return name
 
 
 def _random_value(rng: random.Random, depth: int = 0) -> dict[str, Any]:
@@ -56,7 +45,7 @@ def _random_value(rng: random.Random, depth: int = 0) -> dict[str, Any]:
 
 
 def test_snapshot_reads_give_what_moto_serializes(ddb: Any) -> None:
-    table = _table(ddb)
+    table = id_table(ddb)
     rng = random.Random(7)
     for i in range(60):
         item = {f"a{j}": _random_value(rng) for j in range(rng.randint(0, 6))}

@@ -1,0 +1,48 @@
+"""The throughput benchmark's CPU figure: the stack's process and its child (moto's), read from /proc."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.throughput import process_cpu_s
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+
+def test_a_process_without_children_reports_its_own_cpu_only() -> None:
+    sum(range(2_000_000))  # some CPU of our own to read
+    used = process_cpu_s(os.getpid())
+    assert set(used) <= {"stack", "moto"}
+    assert used["stack"] > 0
+
+
+def test_the_child_process_is_reported_as_moto() -> None:
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sum(range(3_000_000)); print('ready', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        used = process_cpu_s(os.getpid())
+        assert used["moto"] > 0
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(10)
+
+
+def test_a_process_that_is_gone_reports_nothing() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait(10)
+    assert process_cpu_s(child.pid) == {}

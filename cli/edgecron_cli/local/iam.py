@@ -339,12 +339,23 @@ def _queue_arn(url: str, region: str) -> str:
     return f"arn:aws:sqs:{region}:{account}:{name}"
 
 
-def _ciphertext_key(blob: Any) -> str | None:
-    """The key a ciphertext names (moto's ciphertext layout; KMS's is opaque but names its key too)."""
+def _ciphertext_reader() -> Callable[[bytes], Any] | None:
+    """moto's reader of its ciphertext layout. Importing it imports moto (about a quarter of a second),
+    so `IamCheck.install` does it, not the first Decrypt a handler makes."""
     try:
         from moto.kms.utils import _deserialize_ciphertext_blob
+    except ImportError:
+        return None
+    return _deserialize_ciphertext_blob  # type: ignore[no-any-return]
 
-        return str(_deserialize_ciphertext_blob(bytes(blob)).key_id)
+
+def _ciphertext_key(blob: Any) -> str | None:
+    """The key a ciphertext names (moto's ciphertext layout; KMS's is opaque but names its key too)."""
+    read = _ciphertext_reader()
+    if read is None:
+        return None
+    try:
+        return str(read(bytes(blob)).key_id)
     except Exception:
         return None
 
@@ -479,6 +490,7 @@ class IamCheck:
 
     def install(self) -> None:
         """Check every botocore client created in this process from now on."""
+        _ciphertext_reader()
         if not self._installed:
             botocore.handlers.BUILTIN_HANDLERS.append(("before-parameter-build", self.before_parameter_build))
             botocore.handlers.BUILTIN_HANDLERS.append(("before-call", self.before_call))

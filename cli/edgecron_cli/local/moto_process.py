@@ -347,6 +347,15 @@ class MotoProcess:
         self.connections = Connections("")
         self.endpoint_url = ""
 
+    @classmethod
+    def attached(cls, socket_path: str, endpoint_url: str) -> MotoProcess:
+        """The moto process another process of the stack started (the queue consumers' process reaches
+        it this way): calls, waiters and hooks as from the starter, but no start, watch or stop."""
+        moto = cls(0)
+        moto.endpoint_url = endpoint_url
+        moto.connections = Connections(socket_path)
+        return moto
+
     def start(self) -> None:
         """Start moto's process and wait until it serves; OSError(EADDRINUSE) if the port is taken."""
         self._directory = tempfile.mkdtemp(prefix="edgecron-moto-")  # mode 0700: this user's only

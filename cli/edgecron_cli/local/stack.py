@@ -1,5 +1,6 @@
-"""`edgecron local`: the whole template running against moto, with no Docker and no account: the handlers in
-the stack's process, moto in a child process (moto_process.py)."""
+"""`edgecron local`: the whole template running against moto, with no Docker and no account: the API and
+the schedules' handlers in the stack's process, the queue consumers in a child process
+(consumers_process.py), moto in another (moto_process.py)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ from types import FrameType
 from typing import Any
 
 import boto3
-from botocore.config import Config
 
 from edgecron_cli.local import fidelity, ttl
-from edgecron_cli.local.event_sources import ScheduleSource, SqsPoller
+from edgecron_cli.local.consumers_process import ConsumersProcess, Setup, container_for, install_iam
+from edgecron_cli.local.event_sources import ScheduleSource
 from edgecron_cli.local.gateway import CFN_RESPONSE_PATH, Gateway
-from edgecron_cli.local.iam import Denial, IamCheck
+from edgecron_cli.local.iam import IamCheck
 from edgecron_cli.local.intrinsics import REGION, STACK_ID
 from edgecron_cli.local.lambda_runtime import Container, add_layers_to_path, isolate_powertools_request_state
 from edgecron_cli.local.moto_process import MotoProcess
@@ -89,6 +90,8 @@ class LocalStack:
         self._state_path = options.state_dir / STATE_FILE
         self._moto: MotoProcess | None = None
         self._moto_lost = threading.Event()
+        self._consumers: ConsumersProcess | None = None
+        self._consumers_lost = threading.Event()
         self._gateway: Gateway | None = None
         self._threads: list[threading.Thread] = []
         self._provisioned: Provisioned | None = None
@@ -96,6 +99,7 @@ class LocalStack:
         self._saved_changes = -1
         self._fidelity: fidelity.AwsFidelity | None = None
         self._iam: IamCheck | None = None
+        self._consumers_error: Exception | None = None
 
     def run(self) -> int:
         """Start, snapshot every few seconds until asked to stop, shut down; the exit status."""
@@ -118,11 +122,16 @@ class LocalStack:
             self._shutdown(save=False)
             return 1
         self._shutdown(save=True)
-        return 0
+        return 1 if self._consumers_lost.is_set() else 0
 
     def _on_moto_exit(self, status: int) -> None:
         """moto's process died: nothing can work without it, so the stack stops and exits non-zero."""
         self._moto_lost.set()
+        self.stop_requested.set()
+
+    def _on_consumers_exit(self, status: int) -> None:
+        """The queue consumers' process died: no queue would be consumed, so the stack stops (exit 1)."""
+        self._consumers_lost.set()
         self.stop_requested.set()
 
     def _start(self) -> None:
@@ -170,15 +179,29 @@ class LocalStack:
             self._custom_resources = dict(snapshot.custom_resources)
             log.info("restored %d items from %s", snapshot.item_count, self._state_path)
 
-        os.environ.update(
-            handler_environment(endpoint, _all_function_variables(provisioned), options.verbose)
-        )
+        environment = handler_environment(endpoint, _all_function_variables(provisioned), options.verbose)
+        os.environ.update(environment)
         log.info(
             "the local stack delivers to loopback addresses only, plain http allowed (ALLOWED_CIDRS=%s)",
             LOCAL_OVERRIDES["ALLOWED_CIDRS"],
         )
         add_layers_to_path(template)
         isolate_powertools_request_state()
+        self._consumers = ConsumersProcess(on_exit=self._on_consumers_exit)
+        consumers_setup = Setup(
+            provisioned=provisioned,
+            root=options.root,
+            environment=environment,
+            moto_socket=self._moto.socket_path,
+            moto_endpoint=endpoint,
+            concurrency=options.concurrency,
+            denials_path=options.state_dir / DENIALS_FILE,
+            verbose=options.verbose,
+        )
+        consumers_started = threading.Thread(
+            target=self._start_consumers, args=(consumers_setup,), name="consumers-start", daemon=True
+        )
+        consumers_started.start()  # its imports run beside the API's
 
         containers = self._containers(_api_function(template), options.concurrency)
         try:
@@ -200,11 +223,15 @@ class LocalStack:
             for source in schedules:
                 source.container.invoke(REBUILD_EVENT)
             log.info("asked the scan to re-enqueue non-terminal runs from DynamoDB")
-        sources: list[ScheduleSource | SqsPoller] = [
-            *schedules,
-            *self._pollers(template, session, self._moto),
-        ]
-        self._threads = [threading.Thread(target=s.run, name=s.name, daemon=True) for s in sources]
+        consumers_started.join()
+        if self._consumers_error is not None:
+            raise StartupError(str(self._consumers_error))
+        log.info(
+            "the queue consumers run in their own process (pid %s, %d pollers)",
+            self._consumers.pid,
+            self._consumers.pollers,
+        )
+        self._threads = [threading.Thread(target=s.run, name=s.name, daemon=True) for s in schedules]
         sweep_sec = ttl.local_sweep_interval()
         if sweep_sec > 0:
             sweeper = ttl.TtlSweeper(clients.dynamodb, self._moto.table_items)
@@ -223,71 +250,24 @@ class LocalStack:
 
     def _install_iam(self, provisioned: Provisioned) -> None:
         """Each function's calls are allowed or refused by its role in the template, as on AWS."""
-        from edgecron.data.aws import calling_function
-
-        denials = self.options.state_dir / DENIALS_FILE
-        lock = threading.Lock()
-
-        def record(denial: Denial) -> None:
-            with lock:
-                denials.parent.mkdir(parents=True, exist_ok=True)
-                with denials.open("a", encoding="utf-8") as out:
-                    out.write(json.dumps(denial.as_json()) + "\n")
-
-        self._iam = IamCheck(provisioned, calling_function.get, on_denial=record)
-        self._iam.install()
+        self._iam = install_iam(provisioned, self.options.state_dir / DENIALS_FILE)
         log.info(
             "IAM: each function's calls are checked against its role (%d functions)", len(self._iam.policies)
         )
 
+    def _start_consumers(self, setup: Setup) -> None:
+        assert self._consumers is not None
+        try:
+            self._consumers.start(setup)
+        except Exception as exc:  # reported by _start, in the stack's main thread
+            self._consumers_error = exc
+
     def _container(self, function: Function, index: int = 0) -> Container:
         assert self._provisioned is not None
-        return Container(
-            function,
-            self.options.root,
-            self._provisioned.function_name(function.logical_id),
-            self._provisioned.function_arn(function.logical_id),
-            index,
-        )
+        return container_for(self._provisioned, self.options.root, function, index)
 
     def _containers(self, function: Function, count: int) -> list[Container]:
         return [self._container(function, index) for index in range(count)]
-
-    def _pollers(
-        self, template: Template, session: boto3.session.Session, moto: MotoProcess
-    ) -> list[SqsPoller]:
-        assert self._provisioned is not None
-        plans = [
-            (function, event, self.options.concurrency)  # Lambda polls a queue in parallel at any BatchSize
-            for function in template.functions.values()
-            for event in function.sqs
-        ]
-        total = sum(count for _, _, count in plans)
-        sqs = session.client(
-            "sqs",
-            region_name=REGION,
-            endpoint_url=moto.endpoint_url,
-            config=Config(max_pool_connections=total + 2),
-        )
-        pollers: list[SqsPoller] = []
-        loaded: dict[str, int] = {}
-        for function, event, count in plans:
-            queue = self._provisioned.queues[event.queue]
-            waiter = moto.waiter(queue.url)
-            for _ in range(count):
-                index = loaded[function.logical_id] = loaded.get(function.logical_id, -1) + 1
-                container = self._container(function, index)
-                pollers.append(
-                    SqsPoller(container, event, queue.url, queue.arn, sqs, self.stop_requested, waiter=waiter)
-                )
-            log.info(
-                "%s polls %s (batch %d, %d pollers)",
-                function.logical_id,
-                event.queue,
-                event.batch_size,
-                count,
-            )
-        return pollers
 
     def _run_custom_resources(self, template: Template) -> None:
         """Send each custom resource the request a deploy would: Create the first time, Update afterwards."""
@@ -395,13 +375,16 @@ class LocalStack:
     def _shutdown(self, save: bool) -> None:
         self.stop_requested.set()
         if self._threads:
-            log.info("stopping %d schedule and poller threads", len(self._threads))
+            log.info("stopping %d schedule threads", len(self._threads))
             deadline = time.monotonic() + SHUTDOWN_WAIT_SEC
             for thread in self._threads:
                 thread.join(max(0.0, deadline - time.monotonic()))
             still_running = [thread.name for thread in self._threads if thread.is_alive()]
             if still_running:
                 log.warning("left running (an invocation did not finish): %s", ", ".join(still_running))
+        if self._consumers is not None:
+            log.info("stopping the queue consumers")
+            self._consumers.stop()
         if save and self._provisioned is not None:
             log.info("saving %s", self._state_path)
             try:

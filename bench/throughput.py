@@ -155,20 +155,29 @@ def stack_throughput(stack: Any, *, runs: int) -> tuple[list[Row], dict[str, Any
     return [row], data
 
 
+CHILD_NAMES = {"moto_process": "moto", "consumers_process": "consumers"}
+
+
 def process_cpu_s(pid: int) -> dict[str, float]:
-    """CPU seconds (user + system) used so far by the stack's process and by moto's, its child; empty
-    where /proc cannot be read. Per delivery, it shows which process a change made cheaper."""
+    """CPU seconds (user + system) used so far by the stack's process and each of its children (moto's,
+    the queue consumers', named by their module; any other as "other"); empty where /proc cannot be read.
+    Per delivery, it shows which process a change made cheaper."""
     tick = os.sysconf("SC_CLK_TCK")
 
     def used(process: int) -> float:
         fields = Path(f"/proc/{process}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / tick  # utime, stime
 
+    def name(process: int) -> str:
+        command = Path(f"/proc/{process}/cmdline").read_bytes().decode(errors="replace")
+        return next((label for module, label in CHILD_NAMES.items() if module in command), "other")
+
     try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        children = [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
         found = {"stack": used(pid)}
         for child in children:
-            found["moto"] = found.get("moto", 0.0) + used(int(child))
+            label = name(child)
+            found[label] = found.get(label, 0.0) + used(child)
         return found
     except (OSError, ValueError, IndexError):
         return {}

@@ -17,25 +17,27 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 def test_a_process_without_children_reports_its_own_cpu_only() -> None:
     sum(range(2_000_000))  # some CPU of our own to read
     used = process_cpu_s(os.getpid())
-    assert set(used) <= {"stack", "moto"}
+    assert set(used) <= {"stack", "moto", "consumers", "other"}
     assert used["stack"] > 0
 
 
-def test_the_child_process_is_reported_as_moto() -> None:
+@pytest.mark.parametrize(
+    ("argument", "label"),
+    [
+        ("edgecron_cli.local.moto_process", "moto"),
+        ("edgecron_cli.local.consumers_process", "consumers"),
+        ("x", "other"),
+    ],
+)
+def test_a_child_process_is_reported_by_its_module(argument: str, label: str) -> None:
+    busy = "import sys; sum(range(3_000_000)); print('ready', flush=True); sys.stdin.read()"
     child = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; sum(range(3_000_000)); print('ready', flush=True); sys.stdin.read()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
+        [sys.executable, "-c", busy, argument], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         used = process_cpu_s(os.getpid())
-        assert used["moto"] > 0
+        assert used[label] > 0
     finally:
         assert child.stdin is not None
         child.stdin.close()

@@ -32,7 +32,6 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import boto3
 from botocore.config import Config
@@ -42,7 +41,7 @@ from edgecron_cli.local.event_sources import SqsPoller
 from edgecron_cli.local.iam import Denial, IamCheck
 from edgecron_cli.local.intrinsics import REGION
 from edgecron_cli.local.lambda_runtime import Container, add_layers_to_path, isolate_powertools_request_state
-from edgecron_cli.local.moto_process import MotoProcess
+from edgecron_cli.local.moto_process import MotoProcess, read_ready_line
 from edgecron_cli.local.provision import Provisioned
 from edgecron_cli.local.template import Function
 
@@ -175,7 +174,7 @@ class ConsumersProcess:
         except OSError:
             pass  # it died at once: the ready line says so
         with os.fdopen(ready_read, "rb") as ready:
-            answer = _ready_line(ready, self._process)
+            answer = read_ready_line(ready, self._process, START_TIMEOUT_SEC, "the queue consumers' process")
         if "pollers" not in answer:
             self.stop()
             raise RuntimeError(str(answer.get("error") or "the queue consumers' process did not start"))
@@ -208,28 +207,6 @@ class ConsumersProcess:
             process.wait()
         if self._watcher is not None:
             self._watcher.join(5)
-
-
-def _ready_line(ready: Any, process: subprocess.Popen[bytes]) -> dict[str, Any]:
-    """The child's one line on the ready pipe: {"pollers": N} once they run, {"error": ...} if not."""
-    found: dict[str, Any] = {}
-
-    def read() -> None:
-        line = ready.readline()
-        with contextlib.suppress(ValueError):
-            found.update(json.loads(line or b"{}"))
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(START_TIMEOUT_SEC)
-    if not found:
-        status = process.poll()
-        found["error"] = (
-            f"the queue consumers' process exited with status {status}"
-            if status is not None
-            else f"the queue consumers' process did not start within {START_TIMEOUT_SEC:.0f} s"
-        )
-    return found
 
 
 # the consumers' end ------------------------------------------------------------------------------------

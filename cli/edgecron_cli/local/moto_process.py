@@ -328,6 +328,34 @@ def keep_user_agents() -> None:
     botocore.useragent.UserAgentString.to_string = to_string  # type: ignore[method-assign]
 
 
+def read_ready_line(
+    stream: Any, process: subprocess.Popen[bytes], timeout_sec: float, name: str
+) -> dict[str, Any]:
+    """A child process's one JSON line saying it is ready (or why not), read from `stream` within
+    `timeout_sec`; {"error": ...} naming `name` when it exits or says nothing in time."""
+    found: dict[str, Any] = {}
+
+    def read() -> None:
+        line = stream.readline()
+        with contextlib.suppress(ValueError):
+            found.update(json.loads(line or b"{}"))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout_sec)
+    if not found:
+        if not reader.is_alive():  # the stream closed without a line: it is exiting
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(STOP_TIMEOUT_SEC)
+        status = process.poll()
+        found["error"] = (
+            f"{name} exited with status {status}"
+            if status is not None
+            else f"{name} did not start within {timeout_sec:.0f} s"
+        )
+    return found
+
+
 class MotoProcess:
     """moto's process, seen from the stack: started by `start`, stopped by `stop` (and with the stack's
     process, whichever way that ends: the child exits when its stdin closes), and watched in between:
@@ -380,28 +408,7 @@ class MotoProcess:
     def _ready_line(self) -> dict[str, Any]:
         """The child's first line: {"port": N} once it serves, {"errno", "error"} if it cannot."""
         assert self._process is not None and self._process.stdout is not None
-        found: dict[str, Any] = {}
-
-        def read() -> None:
-            assert self._process is not None and self._process.stdout is not None
-            line = self._process.stdout.readline()
-            with contextlib.suppress(ValueError):
-                found.update(json.loads(line or b"{}"))
-
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        reader.join(START_TIMEOUT_SEC)
-        if not found:
-            if not reader.is_alive():  # its stdout closed without a line: it is exiting
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self._process.wait(STOP_TIMEOUT_SEC)
-            status = self._process.poll()
-            found["error"] = (
-                f"moto's process exited with status {status}"
-                if status is not None
-                else f"moto's process did not start within {START_TIMEOUT_SEC:.0f} s"
-            )
-        return found
+        return read_ready_line(self._process.stdout, self._process, START_TIMEOUT_SEC, "moto's process")
 
     @property
     def pid(self) -> int | None:

@@ -159,9 +159,18 @@ class LocalStackProcess:
 
     @property
     def pid(self) -> int:
-        """The stack's process id (moto's process is its child)."""
+        """The stack's process id (moto's process and the queue consumers' are its children)."""
         assert self._process is not None
         return self._process.pid
+
+    def child(self, module: str) -> int:
+        """The process id of the stack's one child running `module` (python -m)."""
+        (found,) = [
+            child
+            for child in _children(self.pid)
+            if module.encode() in Path(f"/proc/{child}/cmdline").read_bytes()
+        ]
+        return found
 
     def wait(self, timeout: float) -> int | None:
         """Wait up to `timeout` s for the stack to exit by itself; its exit status, or None if it runs on."""
@@ -216,3 +225,30 @@ class LocalStackProcess:
             if self._reader is not None:
                 self._reader.join(5)
             pytest.fail(f"the local stack {what} (status {self._process.returncode}):\n{self.output()}")
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int(entry.joinpath("stat").read_text().rpartition(")")[2].split()[1])
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if ppid == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def process_gone(pid: int, within: float) -> bool:
+    """Whether the process exits (or is a zombie, exited but not reaped) within `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except FileNotFoundError:
+            return True
+        if stat.rpartition(")")[2].split()[0] == "Z":
+            return True
+        time.sleep(0.05)
+    return False

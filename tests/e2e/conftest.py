@@ -77,3 +77,14 @@ def receiver() -> Iterator[Receiver]:
     r = Receiver()
     yield r
     r.close()
+
+
+@pytest.fixture
+def throwaway_stack(tmp_path: Path) -> Iterator[LocalStackProcess]:
+    """A stack of the test's own, whose processes the test may kill; stopped whatever the test did."""
+    stack = LocalStackProcess(tmp_path / "state", "60")
+    try:
+        stack.start()
+        yield stack
+    finally:
+        stack.stop()

@@ -1,4 +1,4 @@
-"""Faster versions of a few of moto's hot paths, installed in the local stack's process only.
+"""Faster versions of a few of moto's hot paths, installed in the local stack's moto process only.
 
 Under load, the local stack spent most of its CPU (one core, because of the GIL) in a handful of moto
 functions whose cost has nothing to do with what they compute. Each replacement here gives the same

@@ -60,6 +60,9 @@ def test_cost_benchmark_produces_figures() -> None:
     assert measured["direct, 20% retried"]["attempts"] > measured["direct, 20% retried"]["deliveries"]
     assert data["fixed_monthly"]["usd_per_month"]["total"] > 0
     assert any(r.bench == "cost" and r.figure.startswith("$") for r in rows)
+    # runs that wait for a slot are priced, but no per-delivery target applies to waiting
+    waiting = [r for r in rows if r.case.startswith(f"{cost.WAITING_SCENARIO} (")]
+    assert waiting and all(r.target == "" and r.verdict == "n/a" for r in waiting)
 
 
 @pytest.mark.slow

@@ -242,6 +242,7 @@ def serve(ready_fd: int) -> int:
     if still_running:
         log.warning("left running (an invocation did not finish): %s", ", ".join(still_running))
     logging.shutdown()
+    sys.stdout.flush()  # the handlers' last log lines
     os._exit(0)  # pollers' daemon threads may still wait on moto: nothing else to keep
 
 

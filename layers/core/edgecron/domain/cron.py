@@ -65,9 +65,11 @@ __all__ = [
     "MAX_PREVIEW",
     "CronError",
     "CronSpec",
+    "FireShape",
     "check_steps",
     "check_zone_name",
     "count_fires_between",
+    "fire_shape",
     "fires_between",
     "is_frequent",
     "latest_fires_between",
@@ -395,6 +397,34 @@ def parse_cron(expression: str, timezone: str = "UTC") -> CronSpec:
     spec = CronSpec(expression=normalised, timezone=timezone, has_seconds=len(fields) == 6)
     _compile(spec.expression, spec.timezone)
     return spec
+
+
+@dataclass(frozen=True)
+class FireShape:
+    """How a cron expression's fires fall within a day: how many seconds, minutes and hours of the
+    wall clock match, and whether every day of every month can match (the day-of-week may still be
+    restricted). The scan's due index places a schedule by this shape (domain/due_slots.py)."""
+
+    seconds: int
+    minutes: int
+    hours: int
+    every_month_day: bool
+
+    @property
+    def per_day(self) -> int:
+        """Fires on a matching day (outside daylight-saving changes)."""
+        return self.seconds * self.minutes * self.hours
+
+
+def fire_shape(spec: CronSpec) -> FireShape:
+    p = _compile(spec.expression, spec.timezone)
+    days = p.day_sets
+    return FireShape(
+        seconds=len(p.seconds),
+        minutes=len(p.minutes),
+        hours=len(p.hours),
+        every_month_day=days is not None and days.months is None and days.doms is None and not days.last_dom,
+    )
 
 
 def is_frequent(spec: CronSpec) -> bool:

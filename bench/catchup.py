@@ -87,6 +87,9 @@ def apply_once(env: Env, app_id: str, expression: str, outage: timedelta) -> dic
         next_fire_at=clock.to_ms(start),
     )
     schedule_data.put_new(schedule)  # ACTIVE with a next fire time: in the due index
+    stored = schedule_data.get(app_id, schedule.schedule_id, consistent=True)  # as the scan reads it
+    assert stored is not None
+    schedule = stored
     report = schedules_scan.ScheduleScanReport()
     clock.set_clock(clock.FixedClock(now))
     try:

@@ -474,6 +474,9 @@ def scheduled(env: Env, receiver: Any, n: int, *, timeout: float = 1800) -> Scen
     pump = EsmPump(env)
     started = time.monotonic()
     clock.set_clock(clock.FixedClock(fire))
+    from edgecron_testing.inprocess import due_walk_left_at
+
+    due_walk_left_at(clock.to_ms(fire) - 1)  # the tick before ended its window just before the fire
     try:
         with env.window() as usage:
             s.usage = usage

@@ -20,7 +20,7 @@ from bench.report import Row, verdict
 
 TARGET_RATIO = 1.1
 DUE = 100
-FAR_FUTURE_MS = 4_102_444_800_000  # 2100-01-01
+HOUR_MS = 3_600_000
 
 
 @dataclass
@@ -32,36 +32,34 @@ class Table:
     write_s: float = 0.0
 
 
-def _schedules(app_id: str, endpoint_id: str, count: int, *, next_fire_at: int, active: bool) -> list[Any]:
-    """Schedule items shaped like services.schedules.create writes them (daily cron at the fire time)."""
+def _schedules(
+    app_id: str, endpoint_id: str, count: int, *, next_fire_at: int, active: bool, later: bool = False
+) -> list[Any]:
+    """Schedule items as services.schedules.create writes them: daily, at the time of day of
+    `next_fire_at`, or (`later`) each at another time of day between one and 22 hours after it."""
     from edgecron import clock, ids
     from edgecron.data import schedules as schedule_data
-    from edgecron.data.models import ScheduleModel
+    from edgecron.domain.schedules import Schedule
+    from edgecron.domain.vocabulary import ScheduleStatus
 
-    fire = clock.from_ms(next_fire_at)
-    cron = f"{fire.second} {fire.minute} {fire.hour} * * *"
     now_ms = clock.to_ms(clock.now())
     items = []
-    for _ in range(count):
-        schedule = ScheduleModel(
+    for i in range(count):
+        fire_ms = next_fire_at + (HOUR_MS + (i * 7_919_000) % (21 * HOUR_MS) if later else 0)
+        fire = clock.from_ms(fire_ms)
+        schedule = Schedule(
             app_id=app_id,
             schedule_id=ids.new_id("sch", now_ms),
-            name="bench scan",
-            cron=cron,
-            timezone="UTC",
-            endpoint_ids=[endpoint_id],
-            payload={"kind": "bench"},
-            status="ACTIVE" if active else "PAUSED",
-            missed_policy="RUN_ONCE",
-            consecutive_failures=0,
-            version=1,
             created_at=now_ms,
             updated_at=now_ms,
-            next_fire_at=next_fire_at,
+            name="bench scan",
+            cron=f"{fire.second} {fire.minute} {fire.hour} * * *",
+            endpoint_ids=(endpoint_id,),
+            payload={"kind": "bench"},
+            status=ScheduleStatus.ACTIVE if active else ScheduleStatus.PAUSED,
+            next_fire_at=fire_ms,
         )
-        if active:
-            schedule.due_shard = schedule_data.shard_for(schedule.schedule_id)
-        items.append(schedule)
+        items.append(schedule_data.stored_item(schedule))
     return items
 
 
@@ -79,8 +77,10 @@ def _write(items: list[Any], table: Table, *, in_index: bool) -> None:
 
 def _scan(env: Env, at: datetime) -> dict[str, Any]:
     from edgecron import clock
+    from edgecron_testing.inprocess import due_walk_left_at
 
     clock.set_clock(clock.FixedClock(at))
+    due_walk_left_at(clock.to_ms(at) - 1)  # the tick before ended its window just before the due time
     try:
         with env.window() as usage:
             started = time.perf_counter()
@@ -137,7 +137,7 @@ def run(
                 _schedules(app_id, endpoint_id, due, next_fire_at=due_ms, active=True), table, in_index=True
             )
             rest = max(0, size - due - already)
-            not_due = _schedules(app_id, endpoint_id, rest, next_fire_at=FAR_FUTURE_MS, active=active)
+            not_due = _schedules(app_id, endpoint_id, rest, next_fire_at=due_ms, active=active, later=True)
             _write(not_due, table, in_index=active)
             scan = _scan(env, at)
             scan |= {

@@ -127,11 +127,31 @@ def retire_runs() -> None:
 
 
 def retire_schedules() -> None:
-    """Take every schedule out of the due index, so one test's schedules never fire in the next."""
+    """Take every schedule out of the due index, so one test's schedules never fire in the next, and
+    forget where the last scan left the due walk: the next test's clock may stand anywhere."""
     from edgecron.data.models import ScheduleModel
 
     for schedule in ScheduleModel.scan(ScheduleModel.due_shard.exists()):
         schedule.update(actions=[ScheduleModel.due_shard.remove(), ScheduleModel.status.set("PAUSED")])
+    forget_due_walk()
+
+
+def due_walk_left_at(mark_ms: int) -> None:
+    """As if the last complete scan tick had ended its window at `mark_ms` (a steady state)."""
+    from edgecron.data import schedules as schedule_data
+
+    forget_due_walk()
+    schedule_data.move_due_mark(mark_ms)
+
+
+def forget_due_walk(*, backfilled: bool = True) -> None:
+    """Forget where the last scan tick left the due walk (the next tick reads every slot), and with
+    `backfilled` false, that every schedule has a slot (the next tick looks for those without)."""
+    from edgecron.data import schedules as schedule_data
+    from edgecron.data.models import DueMarkModel as D
+
+    actions = [D.mark.remove()] + ([] if backfilled else [D.backfilled_at.remove(), D.backfill_from.remove()])
+    D(schedule_data.MARK_PARTITION, schedule_data.MARK_KEY).update(actions)
 
 
 def app_runs(app_id: str) -> list[Any]:

@@ -1,4 +1,4 @@
-"""The scan's walk of due schedules over the keys-only `due_keys` index: schedules are fetched by key,
+"""The scan's walk of due schedules over the keys-only `due_slots` index: schedules are fetched by key,
 and an entry the index still shows after its schedule moved on or was paused is left out."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import pytest
 from edgecron import clock
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import ScheduleModel
+from edgecron.domain.due_slots import DAY_MS
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron_testing.aws_fidelity import IndexTime
@@ -39,8 +40,13 @@ def _a_schedule(name: str) -> tuple[Schedule, str]:
     return schedule, key
 
 
+def _due(shard: str, until_ms: int) -> list[Schedule]:
+    """The walk of a tick whose window covers every slot (the first after a start)."""
+    return list(schedule_data.due(shard, until_ms - DAY_MS, until_ms))
+
+
 def _due_ids(schedule: Schedule, until_ms: int) -> list[str]:
-    return [s.schedule_id for s in schedule_data.due(schedule_data.shard_for(schedule.schedule_id), until_ms)]
+    return [s.schedule_id for s in _due(schedule_data.shard_for(schedule.schedule_id), until_ms)]
 
 
 def test_the_walk_fetches_each_due_schedule_whole_in_fire_time_order(
@@ -54,7 +60,7 @@ def test_the_walk_fetches_each_due_schedule_whole_in_fire_time_order(
     for schedule in (first, second):
         by_shard.setdefault(schedule_data.shard_for(schedule.schedule_id), []).append(schedule.schedule_id)
     for shard, expected in by_shard.items():
-        found = list(schedule_data.due(shard, fire_ms))
+        found = _due(shard, fire_ms)
         assert {s.schedule_id for s in found} >= set(expected)
         assert [s.next_fire_at for s in found] == sorted(s.next_fire_at for s in found)
         # read from the table, not the index: every attribute is there

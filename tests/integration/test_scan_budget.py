@@ -5,6 +5,7 @@ the test is deterministic and never waits."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,12 +15,13 @@ import pytest
 from edgecron import clock
 from edgecron.config import get_settings
 from edgecron.data import runs as run_data
+from edgecron.data import schedules as schedule_data
 from edgecron.data.keys import run_partition
 from edgecron.data.models import ScheduleModel, TaskRunModel
 from edgecron.data.run_checks import check_lag_ms
-from edgecron.services import fire_dispatch
+from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron_testing.harness import FakeContext, call_api, load_function
-from edgecron_testing.inprocess import app_of_run
+from edgecron_testing.inprocess import INDEX_TIME, app_of_run
 from tests.integration.conftest import drain_queues, new_app
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
@@ -70,14 +72,12 @@ def every_second_schedules(
     for _ in range(n):
         body = {"cron": "* * * * * *", "endpoint_ids": [endpoint_id], "status": "PAUSED"}
         s = call_api("POST", "/v1/schedules", key=key, body=body).body
-        ScheduleModel(app_id=app_id, schedule_id=s["id"]).update(
-            actions=[
-                ScheduleModel.status.set("ACTIVE"),
-                ScheduleModel.next_fire_at.set(clock.to_ms(first_fire)),
-                ScheduleModel.due_shard.set(fire_dispatch.schedule_data.shard_for(s["id"])),
-            ]
-        )
+        paused = schedule_data.get(app_id, s["id"], consistent=True)
+        assert paused is not None
+        active = replace(paused, status=ScheduleStatus.ACTIVE, next_fire_at=clock.to_ms(first_fire))
+        assert schedule_data.save_if_version(active, paused.version)
         ids.append(s["id"])
+    INDEX_TIME.settle()  # in the due index when the scan reads it
     return ids
 
 

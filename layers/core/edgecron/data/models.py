@@ -149,6 +149,19 @@ class DueIndex(GlobalSecondaryIndex["ScheduleModel"]):
     next_fire_at = NumberAttribute(range_key=True)
 
 
+class DueSlotIndex(GlobalSecondaryIndex["ScheduleModel"]):
+    """Keys only, sorted by `due_slot` (domain/due_slots.py): a schedule that fires at one time of the
+    day or of the hour, or many times a day, keeps its entry still while it fires; the scan reads the
+    slots its window passes and fetches the schedules (data/schedules.py::due)."""
+
+    class Meta:
+        index_name = "due_slots"
+        projection = KeysOnlyProjection()
+
+    due_shard = UnicodeAttribute(hash_key=True)
+    due_slot = NumberAttribute(range_key=True)
+
+
 class ScheduleModel(Model):
     class Meta:
         table_name = _table("schedules_table")
@@ -178,6 +191,7 @@ class ScheduleModel(Model):
     overlap_buffered_at = NumberAttribute(null=True)
     next_fire_at = NumberAttribute(null=True)
     due_shard = UnicodeAttribute(null=True)
+    due_slot = NumberAttribute(null=True)
     finished = BooleanAttribute(default=False)
     missed_left_out = NumberAttribute(default=0)
     last_fire_at = NumberAttribute(null=True)
@@ -185,6 +199,23 @@ class ScheduleModel(Model):
     created_at = NumberAttribute()
     updated_at = NumberAttribute()
     due = DueIndex()
+    due_slots = DueSlotIndex()
+
+
+class DueMarkModel(Model):
+    """Where the scan's last complete tick left the due walk, in the Schedules table under a partition
+    no App has (so no list of an App's schedules meets it): the next tick reads the wheels' slots from
+    there (data/schedules.py::due_mark)."""
+
+    class Meta:
+        table_name = _table("schedules_table")
+        region = _REGION
+
+    app_id = UnicodeAttribute(hash_key=True)
+    schedule_id = UnicodeAttribute(range_key=True)
+    mark = NumberAttribute(null=True)  # the horizon (ms) up to which every wheel slot was read
+    backfilled_at = NumberAttribute(null=True)  # when every schedule had a due_slot
+    backfill_from = JSONAttribute(null=True)  # the table key the backfill goes on from
 
 
 class OpenFiresIndex(GlobalSecondaryIndex["FireModel"]):

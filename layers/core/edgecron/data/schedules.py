@@ -1,11 +1,14 @@
 """Schedules. Reads return `Schedule` entities and writes take them; a conditional write returns
 the Schedule as stored, or None when its condition failed. Only ACTIVE schedules with a next fire
-time carry `due_shard`, so the sparse `due` index holds exactly what the scan may have to dispatch;
-the shard is this module's alone, and every move of `next_fire_at` is a CAS."""
+time carry `due_shard`, so the sparse due index holds exactly what the scan may have to dispatch;
+the shard and the slot (domain/due_slots.py) are this module's alone, every write of `next_fire_at`
+sets the slot that goes with it, and every move of `next_fire_at` is a CAS."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
@@ -14,8 +17,9 @@ from edgecron import ids
 from edgecron.config import get_settings
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.keys import at_version, items_of_entries
-from edgecron.data.models import ScheduleModel
+from edgecron.data.models import DueMarkModel, ScheduleModel
 from edgecron.data.paging import Page, query_page
+from edgecron.domain import due_slots
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import MissedPolicy, OverlapPolicy, ScheduleStatus
 
@@ -24,6 +28,22 @@ M = ScheduleModel
 
 def shard_for(schedule_id: str) -> str:
     return ids.shard_of(schedule_id, get_settings().shards)
+
+
+CLOCK_MARGIN_MS = 10_000  # how far apart the clocks of two Lambda invocations may be
+
+
+def _slot(schedule: Schedule, next_fire_ms: int, written_ms: int) -> int:
+    """The due slot of `schedule` with its next fire at `next_fire_ms`, written at `written_ms`."""
+    settled_ms = get_settings().lookahead_sec * 1000 + CLOCK_MARGIN_MS
+    wheel = due_slots.wheel_of(schedule.spec())
+    return due_slots.slot_of(wheel, next_fire_ms, written_ms, settled_ms)
+
+
+def _slot_is(slot: int | None) -> Any:
+    """The condition that the stored slot is still the one read (an advance that leaves it in place
+    writes nothing to the index, so it must know what is there)."""
+    return M.due_slot.does_not_exist() if slot is None else M.due_slot == slot
 
 
 def _opt_int(value: Any) -> int | None:
@@ -58,13 +78,19 @@ def to_entity(row: ScheduleModel) -> Schedule:
         missed_left_out=int(row.missed_left_out or 0),
         last_fire_at=_opt_int(row.last_fire_at),
         version=int(row.version or 0),
+        due_slot=_opt_int(row.due_slot),
     )
 
 
 def _row(schedule: Schedule) -> ScheduleModel:
-    """The whole item of a Schedule, with the `due_shard` its status and timing call for: the `due`
-    index holds exactly the ACTIVE schedules with a next fire time."""
+    """The whole item of a Schedule, with the `due_shard` and `due_slot` its status and timing call
+    for: the due index holds exactly the ACTIVE schedules with a next fire time."""
     active = schedule.status == ScheduleStatus.ACTIVE and schedule.next_fire_at is not None
+    slot = (
+        _slot(schedule, schedule.next_fire_at, schedule.updated_at)
+        if active and schedule.next_fire_at is not None
+        else None
+    )
     return M(
         app_id=schedule.app_id,
         schedule_id=schedule.schedule_id,
@@ -87,6 +113,7 @@ def _row(schedule: Schedule) -> ScheduleModel:
         overlap_buffered_at=schedule.overlap_buffered_at,
         next_fire_at=schedule.next_fire_at,
         due_shard=shard_for(schedule.schedule_id) if active else None,
+        due_slot=slot,
         finished=schedule.finished,
         missed_left_out=schedule.missed_left_out,
         last_fire_at=schedule.last_fire_at,
@@ -94,6 +121,11 @@ def _row(schedule: Schedule) -> ScheduleModel:
         created_at=schedule.created_at,
         updated_at=schedule.updated_at,
     )
+
+
+def stored_item(schedule: Schedule) -> ScheduleModel:
+    """The item a Schedule is stored as, index attributes included (for bulk loads)."""
+    return _row(schedule)
 
 
 def _key(schedule: Schedule) -> ScheduleModel:
@@ -137,16 +169,40 @@ def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[Sc
     return Page([to_entity(row) for row in page.items], page.last_key)
 
 
-def due(shard: str, until_ms: int) -> Iterator[Schedule]:
-    """The schedules of `shard` due by `until_ms`, in fire-time order (see `_due_rows`)."""
-    for row in _due_rows(shard, until_ms):
+def due(shard: str, from_ms: int, until_ms: int, *, by_slot: bool = True) -> Iterator[Schedule]:
+    """The schedules of `shard` due by `until_ms`: every one whose entry is exact (lagging ones too)
+    or read at every tick, and those on a wheel whose slot the window (`from_ms`, `until_ms`] passes
+    (`from_ms`: where the last complete tick's window ended). Roughly in fire-time order: the
+    entries of each key range are, and the ranges are merged by next fire time. Until every schedule
+    has a slot (`by_slot` false), the index of earlier releases is walked instead (`_due_rows`)."""
+    if not by_slot:
+        for row in _due_rows(shard, until_ms):
+            yield to_entity(row)
+        return
+    walks = [
+        _due_entries(shard, M.due_slot.between(lo, hi), until_ms)
+        for lo, hi in due_slots.window_ranges(from_ms, until_ms)
+    ]
+    yield from heapq.merge(*walks, key=lambda schedule: int(schedule.next_fire_at or 0))
+
+
+def _due_entries(shard: str, slots: Any, until_ms: int) -> Iterator[Schedule]:
+    """The schedules behind the `due_slots` entries of `shard` in the key range `slots`, due by
+    `until_ms`. The index holds keys only, so the schedules are read with consistent batch gets; an
+    entry whose schedule is gone, left the index or is not due yet is left out."""
+    entries = M.due_slots.query(shard, range_key_condition=slots)
+    for row in items_of_entries(
+        M,
+        ((entry.app_id, entry.schedule_id) for entry in entries),
+        lambda s: (s.app_id, s.schedule_id),
+        lambda s: s.due_shard is not None and s.next_fire_at is not None and s.next_fire_at <= until_ms,
+    ):
         yield to_entity(row)
 
 
 def _due_rows(shard: str, until_ms: int) -> Iterator[ScheduleModel]:
-    """The schedules of `shard` due by `until_ms`, in fire-time order. The `due_keys` index holds keys
-    only, so the schedules are read with consistent batch gets; an entry whose schedule is gone, left
-    the index or moved past `until_ms` since (the index lags the table) is left out."""
+    """The schedules of `shard` due by `until_ms`, in fire-time order, through the `due_keys` index of
+    earlier releases (keyed by the next fire time), read until every schedule has a slot."""
     entries = M.due.query(shard, range_key_condition=M.next_fire_at <= until_ms)
     yield from items_of_entries(
         M,
@@ -154,6 +210,71 @@ def _due_rows(shard: str, until_ms: int) -> Iterator[ScheduleModel]:
         lambda s: (s.app_id, s.schedule_id),
         lambda s: s.due_shard is not None and s.next_fire_at is not None and s.next_fire_at <= until_ms,
     )
+
+
+MARK_PARTITION = "#scan"  # no App id starts with '#'
+MARK_KEY = "due"
+
+
+@dataclass(frozen=True)
+class DueMark:
+    """Where the last complete tick left the due walk (None: no tick completed yet), and how far
+    the backfill of slots for schedules an earlier release wrote has got."""
+
+    mark: int | None
+    backfilled: bool
+    backfill_from: dict[str, Any] | None
+
+
+def due_mark() -> DueMark:
+    try:
+        row = DueMarkModel.get(MARK_PARTITION, MARK_KEY, consistent_read=True)
+    except DoesNotExist:
+        return DueMark(None, False, None)
+    return DueMark(_opt_int(row.mark), row.backfilled_at is not None, row.backfill_from)
+
+
+def move_due_mark(to_ms: int) -> bool:
+    """Move the mark forward to `to_ms`; a tick that finished later with a later horizon keeps its own."""
+    row = DueMarkModel(MARK_PARTITION, MARK_KEY)
+    return update_if(
+        row, [DueMarkModel.mark.set(to_ms)], DueMarkModel.mark.does_not_exist() | (DueMarkModel.mark < to_ms)
+    )
+
+
+def backfill_slots(
+    now_ms: int, start: dict[str, Any] | None, limit: int
+) -> tuple[int, dict[str, Any] | None]:
+    """Give a slot to up to `limit` schedules in the due index that an earlier release wrote without
+    one, reading the table from `start`. Returns how many were given one and where to go on from
+    (None: the whole table was read). Each write is conditional on the schedule as read."""
+    pages = M.scan(
+        filter_condition=M.due_shard.exists() & M.due_slot.does_not_exist(),
+        last_evaluated_key=start,
+        page_size=limit,  # items read, before the filter: the work of one call is bounded
+    ).page_iter
+    page = next(pages, None)
+    done = 0
+    for raw in (page or {}).get("Items", []):
+        schedule = to_entity(M.from_raw_data(raw))
+        if schedule.next_fire_at is not None:
+            done += update_if(
+                _key(schedule),
+                [M.due_slot.set(_slot(schedule, schedule.next_fire_at, now_ms))],
+                (M.next_fire_at == schedule.next_fire_at)
+                & M.due_shard.exists()
+                & M.due_slot.does_not_exist(),
+            )
+    return done, pages.last_evaluated_key if page is not None else None
+
+
+def save_backfill(start: dict[str, Any] | None, now_ms: int) -> None:
+    """Record where the backfill goes on from; with no `start` left, that it is done."""
+    row = DueMarkModel(MARK_PARTITION, MARK_KEY)
+    if start is None:
+        row.update([DueMarkModel.backfilled_at.set(now_ms), DueMarkModel.backfill_from.remove()])
+    else:
+        row.update([DueMarkModel.backfill_from.set(start)])
 
 
 def advance(
@@ -173,10 +294,25 @@ def advance(
         *(extra or []),
     ]
     if next_ms is None:
-        actions += [M.next_fire_at.remove(), M.due_shard.remove(), *_end_if_windowed(schedule)]
+        actions += [M.next_fire_at.remove(), *_out_of_index(), *_end_if_windowed(schedule)]
     else:
-        actions += [M.next_fire_at.set(next_ms)]
-    return _update(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == ScheduleStatus.ACTIVE))
+        actions += [M.next_fire_at.set(next_ms), *_slot_moves(schedule, next_ms, now_ms)]
+    return _update(
+        schedule,
+        actions,
+        (M.next_fire_at == expected_ms) & (M.status == ScheduleStatus.ACTIVE) & _slot_is(schedule.due_slot),
+    )
+
+
+def _out_of_index() -> list[Any]:
+    return [M.due_shard.remove(), M.due_slot.remove()]
+
+
+def _slot_moves(schedule: Schedule, next_ms: int, now_ms: int) -> list[Any]:
+    """The write of the slot that goes with a next fire at `next_ms`; none when the stored one (as
+    read, which the write's condition checks) is that slot already: the index entry stays still."""
+    slot = _slot(schedule, next_ms, now_ms)
+    return [] if slot == schedule.due_slot else [M.due_slot.set(slot)]
 
 
 def _end_if_windowed(schedule: Schedule) -> list[Any]:
@@ -216,7 +352,7 @@ def record_outcome(
         schedule,
         [
             M.status.set(ScheduleStatus.PAUSED),
-            M.due_shard.remove(),
+            *_out_of_index(),
             M.version.add(1),
             M.updated_at.set(now_ms),
             *([M.pause_reason.set(pause_reason(failures))] if pause_reason is not None else []),
@@ -299,9 +435,13 @@ def catch_up_move(
     rows left out by the cap. Fails when a scan, another catch-up or a user edit moved it first."""
     actions: list[Any] = [M.updated_at.set(now_ms), M.version.add(1), M.missed_left_out.add(left_out)]
     if next_ms is None:
-        actions += [M.next_fire_at.remove(), M.due_shard.remove(), *_end_if_windowed(schedule)]
+        actions += [M.next_fire_at.remove(), *_out_of_index(), *_end_if_windowed(schedule)]
     else:
-        actions.append(M.next_fire_at.set(next_ms))
+        actions += [M.next_fire_at.set(next_ms), *_slot_moves(schedule, next_ms, now_ms)]
     if finish:
         actions.append(M.finished.set(True))
-    return _update(schedule, actions, (M.next_fire_at == expected_ms) & (M.status == ScheduleStatus.ACTIVE))
+    return _update(
+        schedule,
+        actions,
+        (M.next_fire_at == expected_ms) & (M.status == ScheduleStatus.ACTIVE) & _slot_is(schedule.due_slot),
+    )

@@ -42,6 +42,7 @@ class Schedule:
     missed_left_out: int = 0  # MISSED Fires a catch-up counted but did not write
     last_fire_at: int | None = None  # the latest fire time dispatched
     version: int = 1  # moved by every write: the compare-and-set of user edits
+    due_slot: int | None = None  # where the scan's due index holds it, as read (the data layer sets it)
 
     @property
     def is_active(self) -> bool:

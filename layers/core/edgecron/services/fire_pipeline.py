@@ -44,6 +44,7 @@ __all__ = [
     "schedule_work",
     "settle",
     "settle_if_done",
+    "slot_backfill_work",
 ]
 
 
@@ -68,6 +69,11 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
 def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
     """The scan's reconcile of Fires a crash left half dispatched."""
     return schedules_scan.interrupted_work(now, report)
+
+
+def slot_backfill_work(now: datetime) -> Work:
+    """The scan's backfill of due slots for schedules an earlier release wrote without one."""
+    return schedules_scan.slot_backfill_work(now)
 
 
 def dispatch_due_schedules(now: datetime, *, deadline: float | None = None) -> ScheduleScanReport:

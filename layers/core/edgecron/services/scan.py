@@ -68,6 +68,7 @@ def run_scan(
                 "runs": run_work(now, report, rebuild=rebuild),
                 "schedules": fire_pipeline.schedule_work(now, schedules),
                 "interrupted": fire_pipeline.interrupted_work(now, schedules),
+                "due slots": fire_pipeline.slot_backfill_work(now),
             },
             budget,
         )

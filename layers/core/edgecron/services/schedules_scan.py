@@ -17,6 +17,7 @@ from edgecron.data import queues as queue_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.queues import DeliveryMessage
+from edgecron.domain import due_slots
 from edgecron.domain import run_states as st
 from edgecron.domain.catchup import (
     CatchUpPlan,
@@ -46,6 +47,11 @@ class ScheduleScanReport:
     fires_redispatched: int = 0
     item_failures: int = 0
     stopped_early: bool = False
+    held_from: int | None = None  # the earliest fire time of a schedule that failed this tick
+
+    def hold(self, fire_at_ms: int | None) -> None:
+        if fire_at_ms is not None and (self.held_from is None or fire_at_ms < self.held_from):
+            self.held_from = fire_at_ms
 
 
 def dispatch_schedules(
@@ -60,6 +66,7 @@ def dispatch_schedules(
             {
                 "schedules": schedule_work(now, report, horizon_ms),
                 "interrupted": interrupted_work(now, report),
+                "due slots": slot_backfill_work(now),
             },
             budget,
         )
@@ -123,6 +130,7 @@ class FireOutbox:
                 advanced = schedule_data.advance(schedule, fire_at, next_ms, self._now_ms)
             except Exception:  # one broken schedule must not stop the others
                 self._report.item_failures += 1
+                self._report.hold(fire_at)
                 item_failed("schedule", schedule_id)
                 advanced = None
             if advanced is not None:
@@ -143,11 +151,17 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
     horizon = horizon_ms if horizon_ms is not None else now_ms + fire_dispatch.lookahead_ms()
     shards = get_settings().shards
     start = first_shard(now_ms, shards)
+    mark = schedule_data.due_mark()
+    from_ms = mark.mark if mark.mark is not None else now_ms - due_slots.DAY_MS
     incoming = heapq.merge(
-        *(schedule_data.due(str((start + i) % shards), horizon) for i in range(shards)),
+        *(
+            schedule_data.due(str((start + i) % shards), from_ms, horizon, by_slot=mark.backfilled)
+            for i in range(shards)
+        ),
         key=lambda schedule: int(schedule.next_fire_at or 0),
     )
     taken: list[tuple[int, int, str, Iterator[Schedule]]] = []  # by the next fire time to dispatch
+    held_at: dict[str, int | None] = {}  # each schedule's next fire time before its latest step
     seq = 0
     outbox = FireOutbox(now, report)
     try:
@@ -156,10 +170,12 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
             if upcoming is not None and (not taken or int(upcoming.next_fire_at or 0) <= taken[0][0]):
                 first, upcoming = upcoming, next(incoming, None)
                 schedule_id = first.schedule_id
+                held_at[schedule_id] = first.next_fire_at
                 report.due_schedules += 1
                 steps = process_steps(first, now, horizon, report, outbox)
             else:
-                _, _, schedule_id, steps = heapq.heappop(taken)
+                fire_at, _, schedule_id, steps = heapq.heappop(taken)
+                held_at[schedule_id] = fire_at
                 if outbox.holds(schedule_id):
                     outbox.flush()  # its next fire goes by the copy its advance returns
             try:
@@ -169,6 +185,7 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
                 continue
             except Exception:  # one broken schedule must not stop the others
                 report.item_failures += 1
+                report.hold(held_at.get(schedule_id))
                 item_failed("schedule", schedule_id)
                 yield
                 continue
@@ -178,11 +195,33 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
             if outbox.full:
                 outbox.flush()
             yield
+        outbox.flush()
+        if mark.backfilled:
+            _move_mark(report, horizon, now_ms)
     finally:
         try:
             outbox.flush()  # the rest, also when the tick's time ran out: dispatched is sent and advanced
         finally:
             count(DUE_SCHEDULES, report.due_schedules)
+
+
+MAX_HOLD_MS = 10 * 60_000  # a schedule that keeps failing holds the due walk's window no longer
+
+
+def _move_mark(report: ScheduleScanReport, horizon_ms: int, now_ms: int) -> None:
+    """Every wheel slot up to the horizon was read and its schedules dispatched: the next tick reads
+    from here. A schedule that failed holds the mark before its fire time, so the next tick reads its
+    slot again; after MAX_HOLD_MS it no longer does, and the schedule lags until its slot comes round
+    again, when it is caught up (its missed-fire policy)."""
+    to_ms = horizon_ms
+    if report.held_from is not None:
+        to_ms = min(to_ms, report.held_from - 1)
+        if to_ms < now_ms - MAX_HOLD_MS:
+            logger.warning(
+                "a failing schedule no longer holds the due walk", extra={"fire_at": report.held_from}
+            )
+            to_ms = now_ms - MAX_HOLD_MS
+    schedule_data.move_due_mark(to_ms)
 
 
 SLICE_MS = 1_000  # fire times dispatched per step of one schedule (one for an every-second one)
@@ -333,6 +372,28 @@ def _miss_died_dispatch(schedule_id: str, fire_at_ms: int, now_ms: int) -> None:
             reason=MISSED_REASON,
         )
     miss(fire, run_data.get_many(fire.app_id, fire_data.run_ids_of(fire)), now_ms)
+
+
+BACKFILL_PAGE = 200  # schedules read per step of the slot backfill
+
+
+def slot_backfill_work(now: datetime) -> Work:
+    """Give a due slot to every schedule an earlier release put in the due index without one, a page
+    per step, going on from where the last tick stopped; once the whole table was read, the scan
+    walks the due index by slot (and moves the mark). Nothing to do after that but one read."""
+    mark = schedule_data.due_mark()
+    if mark.backfilled:
+        return
+    start = mark.backfill_from
+    given = 0
+    while True:
+        done, start = schedule_data.backfill_slots(clock.to_ms(now), start, BACKFILL_PAGE)
+        given += done
+        schedule_data.save_backfill(start, clock.to_ms(now))
+        if start is None:
+            logger.info("every schedule in the due index has a due slot", extra={"given_this_tick": given})
+            return
+        yield
 
 
 def redispatch_interrupted(now: datetime, report: ScheduleScanReport) -> None:

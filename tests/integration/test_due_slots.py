@@ -1,0 +1,214 @@
+"""The scan finds due schedules by slot (domain/due_slots.py): a daily or hourly schedule keeps its
+index entry still while it fires, each tick reads the slots its window passes from where the last
+complete tick stopped, a tick after an outage reads them all, and a failing schedule holds the
+window for its slot. Schedules an earlier release wrote without a slot are given one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from edgecron import clock
+from edgecron.data import schedules as schedule_data
+from edgecron.data.models import FireModel, ScheduleModel
+from edgecron.domain import due_slots
+from edgecron.domain.vocabulary import ScheduleStatus
+from edgecron.services import fire_dispatch
+from edgecron_testing.aws_fidelity import IndexTime
+from edgecron_testing.harness import call_api, invoke
+from tests.integration.conftest import new_app
+
+T0 = datetime(2026, 12, 2, 9, 0, 0, tzinfo=UTC)
+SCAN_EVENT = {"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
+
+
+def _scan_at(at: datetime, index_time: IndexTime) -> dict[str, Any]:
+    index_time.settle()
+    clock.set_clock(clock.FixedClock(at))
+    result = invoke("scan", SCAN_EVENT)
+    return dict(result or {})
+
+
+def _create(key: str, **body: Any) -> str:
+    ep = call_api("POST", "/v1/endpoints", key=key, body={"url": "http://127.0.0.1:9/slots"}).body["id"]
+    resp = call_api("POST", "/v1/schedules", key=key, body={"endpoint_ids": [ep], **body})
+    assert resp.status == 201, resp.body
+    return str(resp.body["id"])
+
+
+def _row(app_id: str, schedule_id: str) -> ScheduleModel:
+    return ScheduleModel.get(app_id, schedule_id, consistent_read=True)
+
+
+def _fires(schedule_id: str) -> dict[datetime, str]:
+    return {clock.from_ms(int(f.fire_at)): f.status for f in FireModel.query(schedule_id)}
+
+
+@pytest.fixture
+def daily(index_time: IndexTime) -> tuple[str, str]:
+    """A daily schedule at 10:00 UTC created at 09:00 (its first fire past a create's look-ahead),
+    after a scan at 09:00 that left the mark at its horizon. (App id, schedule id)"""
+    clock.set_clock(clock.FixedClock(T0))
+    app_id, key = new_app("slots-daily")
+    schedule_id = _create(key, cron="0 10 * * *")
+    _scan_at(T0, index_time)
+    return app_id, schedule_id
+
+
+def test_a_daily_schedule_keeps_its_index_entry_while_it_fires_day_after_day(
+    daily: tuple[str, str], index_time: IndexTime
+) -> None:
+    app_id, schedule_id = daily
+    slot = _row(app_id, schedule_id).due_slot
+    assert slot == -300_000_000 + 10 * 3_600_000  # 10:00 on the day wheel
+    first = T0.replace(hour=10)
+    for day in range(3):
+        fire = first + timedelta(days=day)
+        _scan_at(fire - timedelta(minutes=30), index_time)  # a tick whose window does not reach it
+        assert fire not in _fires(schedule_id)
+        _scan_at(fire, index_time)
+        row = _row(app_id, schedule_id)
+        assert fire in _fires(schedule_id)
+        assert (row.next_fire_at, row.due_slot) == (clock.to_ms(fire + timedelta(days=1)), slot)
+        _scan_at(fire + timedelta(hours=12), index_time)  # ticks through the rest of the day
+
+
+def test_a_tick_after_an_outage_reads_every_slot_and_catches_the_lagging_schedule_up(
+    daily: tuple[str, str], index_time: IndexTime
+) -> None:
+    app_id, schedule_id = daily
+    back = T0.replace(hour=13)  # no tick ran from 09:00 to 13:00; the 10:00 fire lagged
+    _scan_at(back, index_time)
+    fires = _fires(schedule_id)
+    assert T0.replace(hour=10) in fires  # run late (RUN_ONCE), not lost
+    assert _row(app_id, schedule_id).next_fire_at == clock.to_ms(T0.replace(hour=10) + timedelta(days=1))
+
+
+def test_a_first_fire_within_the_look_ahead_of_its_write_is_found_by_its_exact_time(
+    index_time: IndexTime,
+) -> None:
+    """The last tick's window may have passed its slot already: the entry keeps the exact time for
+    that fire, and the advance puts it on the wheel."""
+    clock.set_clock(clock.FixedClock(T0))
+    app_id, key = new_app("slots-exact")
+    schedule_id = _create(key, cron="0 10 * * *", status="PAUSED")
+    _scan_at(T0.replace(hour=9, minute=59), index_time)  # the window now ends at 10:00:10
+    paused = schedule_data.get(app_id, schedule_id, consistent=True)
+    assert paused is not None
+    fire = T0.replace(hour=10)
+    written = replace(
+        paused,
+        status=ScheduleStatus.ACTIVE,
+        next_fire_at=clock.to_ms(fire),
+        updated_at=clock.to_ms(T0.replace(hour=9, minute=59, second=30)),
+    )
+    assert schedule_data.save_if_version(written, paused.version)  # a write that dispatches nothing
+    assert _row(app_id, schedule_id).due_slot == clock.to_ms(fire)
+    _scan_at(T0.replace(hour=10, minute=0, second=5), index_time)  # its window starts after 10:00:10
+    assert fire in _fires(schedule_id)
+    assert _row(app_id, schedule_id).due_slot == -300_000_000 + 10 * 3_600_000
+
+
+def test_the_write_of_a_fire_within_the_look_ahead_keeps_the_exact_time() -> None:
+    """At the data layer: `put_new` of a schedule whose next fire lies inside the look-ahead."""
+    from edgecron.domain.schedules import Schedule
+
+    now_ms = clock.to_ms(T0)
+    soon = now_ms + fire_dispatch.lookahead_ms()
+    schedule = Schedule(
+        app_id="app-slots-write",
+        schedule_id="sch-slots-write",
+        created_at=now_ms,
+        updated_at=now_ms,
+        cron="0 * * * *",
+        endpoint_ids=("ep",),
+        next_fire_at=soon,
+    )
+    schedule_data.put_new(schedule)
+    assert _row(schedule.app_id, schedule.schedule_id).due_slot == soon
+    schedule_data.delete(schedule)
+
+
+def test_a_daylight_saving_change_moves_the_entry_once(index_time: IndexTime) -> None:
+    """09:00 in New York is 14:00 UTC before the spring change and 13:00 after it."""
+    start = datetime(2027, 3, 13, 12, 0, 0, tzinfo=UTC)  # the change is on 2027-03-14
+    clock.set_clock(clock.FixedClock(start))
+    app_id, key = new_app("slots-dst")
+    schedule_id = _create(key, cron="0 9 * * *", timezone="America/New_York")
+    _scan_at(start, index_time)
+    assert _row(app_id, schedule_id).due_slot == -300_000_000 + 14 * 3_600_000
+    _scan_at(datetime(2027, 3, 13, 14, 0, 0, tzinfo=UTC), index_time)
+    row = _row(app_id, schedule_id)
+    assert row.next_fire_at == clock.to_ms(datetime(2027, 3, 14, 13, 0, 0, tzinfo=UTC))
+    assert row.due_slot == -300_000_000 + 13 * 3_600_000
+    _scan_at(datetime(2027, 3, 14, 13, 0, 0, tzinfo=UTC), index_time)
+    assert datetime(2027, 3, 14, 13, 0, 0, tzinfo=UTC) in _fires(schedule_id)
+
+
+def test_a_failing_schedule_holds_the_window_until_it_is_dispatched(
+    daily: tuple[str, str], index_time: IndexTime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, schedule_id = daily
+    fire = T0.replace(hour=10)
+    real = fire_dispatch.dispatch_fire
+
+    def broken(schedule: Any, *args: Any, **kwargs: Any) -> Any:
+        if schedule.schedule_id == schedule_id:
+            raise RuntimeError("the schedule's dispatch failed")
+        return real(schedule, *args, **kwargs)
+
+    monkeypatch.setattr(fire_dispatch, "dispatch_fire", broken)
+    report = _scan_at(fire, index_time)
+    assert report["item_failures"] >= 1 and fire not in _fires(schedule_id)
+    assert schedule_data.due_mark().mark == clock.to_ms(fire) - 1  # held before its fire time
+    monkeypatch.setattr(fire_dispatch, "dispatch_fire", real)
+    _scan_at(fire + timedelta(minutes=1), index_time)  # its slot lies before this tick's horizon
+    assert fire in _fires(schedule_id)
+
+
+@pytest.mark.usefixtures("daily")
+def test_a_schedule_that_keeps_failing_stops_holding_the_window(
+    index_time: IndexTime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fire = T0.replace(hour=10)
+
+    def broken(schedule: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the schedule's dispatch failed")
+
+    monkeypatch.setattr(fire_dispatch, "dispatch_fire", broken)
+    later = fire + timedelta(minutes=30)
+    _scan_at(fire, index_time)
+    _scan_at(later, index_time)
+    assert schedule_data.due_mark().mark == clock.to_ms(later) - 10 * 60_000
+
+
+def test_a_schedule_an_earlier_release_wrote_without_a_slot_is_given_one(index_time: IndexTime) -> None:
+    clock.set_clock(clock.FixedClock(T0))
+    app_id, key = new_app("slots-backfill")
+    schedule_id = _create(key, cron="0 10 * * *")
+    row = _row(app_id, schedule_id)
+    row.update(actions=[ScheduleModel.due_slot.remove()])  # as an earlier release stored it
+    from edgecron_testing.inprocess import forget_due_walk
+
+    forget_due_walk(backfilled=False)
+    _scan_at(T0, index_time)
+    assert _row(app_id, schedule_id).due_slot == -300_000_000 + 10 * 3_600_000
+    assert schedule_data.due_mark().backfilled
+    _scan_at(T0.replace(hour=10), index_time)
+    assert T0.replace(hour=10) in _fires(schedule_id)
+
+
+def test_an_hourly_schedule_in_office_hours_is_read_once_an_hour(index_time: IndexTime) -> None:
+    clock.set_clock(clock.FixedClock(T0))
+    app_id, key = new_app("slots-hourly")
+    schedule_id = _create(key, cron="30 9-17 * * *")
+    row = _row(app_id, schedule_id)
+    assert row.due_slot == -200_000_000 + 30 * 60_000
+    for hour in (9, 10, 11):
+        _scan_at(T0.replace(hour=hour, minute=30), index_time)
+        _scan_at(T0.replace(hour=hour, minute=45), index_time)
+    assert {T0.replace(hour=h, minute=30) for h in (9, 10, 11)} <= set(_fires(schedule_id))
+    assert due_slots.wheel_of(schedule_data.get(app_id, schedule_id).spec()) == due_slots.Wheel.HOUR  # type: ignore[union-attr]

@@ -212,3 +212,21 @@ def test_an_hourly_schedule_in_office_hours_is_read_once_an_hour(index_time: Ind
         _scan_at(T0.replace(hour=hour, minute=45), index_time)
     assert {T0.replace(hour=h, minute=30) for h in (9, 10, 11)} <= set(_fires(schedule_id))
     assert due_slots.wheel_of(schedule_data.get(app_id, schedule_id).spec()) == due_slots.Wheel.HOUR  # type: ignore[union-attr]
+
+
+def test_the_backfill_goes_on_from_where_it_stopped_until_the_table_is_read() -> None:
+    """A page at a time, each conditional on the schedule as read; the last call says it is done."""
+    clock.set_clock(clock.FixedClock(T0))
+    app_id, key = new_app("slots-pages")
+    ids = [_create(key, cron="0 10 * * *", name=f"s{i}") for i in range(3)]
+    for schedule_id in ids:
+        _row(app_id, schedule_id).update(actions=[ScheduleModel.due_slot.remove()])
+    start: dict[str, Any] | None = None
+    given, calls = 0, 0
+    while True:
+        done, start = schedule_data.backfill_slots(clock.to_ms(T0), start, 2)
+        given, calls = given + done, calls + 1
+        if start is None:
+            break
+    assert given >= 3 and calls >= 2  # two items read per call: three schedules take two calls at least
+    assert all(_row(app_id, i).due_slot == -300_000_000 + 10 * 3_600_000 for i in ids)

@@ -137,18 +137,6 @@ class RetryPolicyModel(Model):
     updated_at = NumberAttribute()
 
 
-class DueIndex(GlobalSecondaryIndex["ScheduleModel"]):
-    """Keys only: an entry moves at each fire (its sort key is the next fire time) and is rewritten
-    by nothing else; the scan fetches the schedules (data/schedules.py::due)."""
-
-    class Meta:
-        index_name = "due_keys"
-        projection = KeysOnlyProjection()
-
-    due_shard = UnicodeAttribute(hash_key=True)
-    next_fire_at = NumberAttribute(range_key=True)
-
-
 class DueSlotIndex(GlobalSecondaryIndex["ScheduleModel"]):
     """Keys only, sorted by `due_slot` (domain/due_slots.py): a schedule that fires at one time of the
     day or of the hour, or many times a day, keeps its entry still while it fires; the scan reads the
@@ -198,7 +186,6 @@ class ScheduleModel(Model):
     version = NumberAttribute(default=1)
     created_at = NumberAttribute()
     updated_at = NumberAttribute()
-    due = DueIndex()
     due_slots = DueSlotIndex()
 
 

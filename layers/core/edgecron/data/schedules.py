@@ -169,16 +169,11 @@ def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[Sc
     return Page([to_entity(row) for row in page.items], page.last_key)
 
 
-def due(shard: str, from_ms: int, until_ms: int, *, by_slot: bool = True) -> Iterator[Schedule]:
+def due(shard: str, from_ms: int, until_ms: int) -> Iterator[Schedule]:
     """The schedules of `shard` due by `until_ms`: every one whose entry is exact (lagging ones too)
     or read at every tick, and those on a wheel whose slot the window (`from_ms`, `until_ms`] passes
     (`from_ms`: where the last complete tick's window ended). Roughly in fire-time order: the
-    entries of each key range are, and the ranges are merged by next fire time. Until every schedule
-    has a slot (`by_slot` false), the index of earlier releases is walked instead (`_due_rows`)."""
-    if not by_slot:
-        for row in _due_rows(shard, until_ms):
-            yield to_entity(row)
-        return
+    entries of each key range are, and the ranges are merged by next fire time."""
     walks = [
         _due_entries(shard, M.due_slot.between(lo, hi), until_ms)
         for lo, hi in due_slots.window_ranges(from_ms, until_ms)
@@ -198,18 +193,6 @@ def _due_entries(shard: str, slots: Any, until_ms: int) -> Iterator[Schedule]:
         lambda s: s.due_shard is not None and s.next_fire_at is not None and s.next_fire_at <= until_ms,
     ):
         yield to_entity(row)
-
-
-def _due_rows(shard: str, until_ms: int) -> Iterator[ScheduleModel]:
-    """The schedules of `shard` due by `until_ms`, in fire-time order, through the `due_keys` index of
-    earlier releases (keyed by the next fire time), read until every schedule has a slot."""
-    entries = M.due.query(shard, range_key_condition=M.next_fire_at <= until_ms)
-    yield from items_of_entries(
-        M,
-        ((entry.app_id, entry.schedule_id) for entry in entries),
-        lambda s: (s.app_id, s.schedule_id),
-        lambda s: s.due_shard is not None and s.next_fire_at is not None and s.next_fire_at <= until_ms,
-    )
 
 
 MARK_PARTITION = "#scan"  # no App id starts with '#'

@@ -154,10 +154,7 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
     mark = schedule_data.due_mark()
     from_ms = mark.mark if mark.mark is not None else now_ms - due_slots.DAY_MS
     incoming = heapq.merge(
-        *(
-            schedule_data.due(str((start + i) % shards), from_ms, horizon, by_slot=mark.backfilled)
-            for i in range(shards)
-        ),
+        *(schedule_data.due(str((start + i) % shards), from_ms, horizon) for i in range(shards)),
         key=lambda schedule: int(schedule.next_fire_at or 0),
     )
     taken: list[tuple[int, int, str, Iterator[Schedule]]] = []  # by the next fire time to dispatch
@@ -196,7 +193,7 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
                 outbox.flush()
             yield
         outbox.flush()
-        if mark.backfilled:
+        if mark.backfilled:  # until then every tick reads every slot (slot_backfill_work)
             _move_mark(report, horizon, now_ms)
     finally:
         try:
@@ -379,8 +376,9 @@ BACKFILL_PAGE = 200  # schedules read per step of the slot backfill
 
 def slot_backfill_work(now: datetime) -> Work:
     """Give a due slot to every schedule an earlier release put in the due index without one, a page
-    per step, going on from where the last tick stopped; once the whole table was read, the scan
-    walks the due index by slot (and moves the mark). Nothing to do after that but one read."""
+    per step, going on from where the last tick stopped. Until the whole table was read the scan
+    keeps no mark, so each tick reads every slot and finds a schedule however late it got its slot;
+    after that there is nothing to do but one read."""
     mark = schedule_data.due_mark()
     if mark.backfilled:
         return

@@ -99,9 +99,11 @@ class Tick:
 
 def _tick(env: Env, shape: str, schedules: int, at: datetime) -> Tick:
     from edgecron import clock
+    from edgecron_testing.inprocess import due_walk_left_at
 
     env.conftest.drain_queues()  # what the creates dispatched is not this tick's work
     clock.set_clock(clock.FixedClock(at))
+    due_walk_left_at(clock.to_ms(at) - 60_000)  # a tick ran a minute before: its window ends there
     try:
         with env.window() as usage:
             result = env.invoke(

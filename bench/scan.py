@@ -5,8 +5,12 @@ table and then with a large one; the DynamoDB requests and read units of the two
 same (target: ratio <= 1.1). The schedules that are not due are written with pynamodb batch writes in
 one of two shapes, because the `due` index holds only ACTIVE schedules:
 - "paused": PAUSED, without `due_shard`, so they are not in the index at all;
-- "future": ACTIVE, in the index, with a next fire time far in the future (beyond the scan's window).
-Both measurements of a variant happen at the same instant, so nothing but the table size changes."""
+- "future": ACTIVE, in the index: daily schedules at other times of the day (one to 22 hours after the
+  due ones), so their slots lie outside the scan's window.
+Both measurements of a variant happen at the same instant, so nothing but the table size changes; the
+schedules a measurement dispatched are paused after it (advanced to the next day, they kept a slot in
+the same window). The scan starts where a tick one window earlier would have stopped, with every
+schedule's slot given."""
 
 from __future__ import annotations
 
@@ -63,6 +67,15 @@ def _schedules(
     return items
 
 
+def _retire(items: list[Any]) -> None:
+    from edgecron.data.models import ScheduleModel as M
+
+    for item in items:
+        M(app_id=item.app_id, schedule_id=item.schedule_id).update(
+            actions=[M.status.set("PAUSED"), M.due_shard.remove(), M.due_slot.remove()]
+        )
+
+
 def _write(items: list[Any], table: Table, *, in_index: bool) -> None:
     from edgecron.data.models import ScheduleModel
 
@@ -97,7 +110,12 @@ def _scan(env: Env, at: datetime) -> dict[str, Any]:
         for (_, service, op, _), v in usage.ops.items()
         if service == "dynamodb" and op in ("Query", "Scan")
     )
+    rru_by_call: dict[str, float] = {}
+    for (_, service, op, resource), v in usage.ops.items():
+        if service == "dynamodb" and v.rru:
+            rru_by_call[f"{op} {resource}"] = rru_by_call.get(f"{op} {resource}", 0.0) + v.rru
     return {
+        "rru_by_call": rru_by_call,
         "due_schedules": int((result or {}).get("due_schedules", 0)),
         "fires_dispatched": int((result or {}).get("fires_dispatched", 0)),
         "dynamodb_requests": ddb.requests,
@@ -132,14 +150,17 @@ def run(
         measured: list[dict[str, Any]] = []
         for size in (small, large):
             before = table.written
-            already = sum(m["schedules"] for m in measured)  # the previous phase's set stays, advanced
-            _write(
-                _schedules(app_id, endpoint_id, due, next_fire_at=due_ms, active=True), table, in_index=True
-            )
+            already = sum(m["schedules"] for m in measured)  # the previous phase's set stays
+            due_now = _schedules(app_id, endpoint_id, due, next_fire_at=due_ms, active=True)
+            _write(due_now, table, in_index=True)
             rest = max(0, size - due - already)
             not_due = _schedules(app_id, endpoint_id, rest, next_fire_at=due_ms, active=active, later=True)
             _write(not_due, table, in_index=active)
             scan = _scan(env, at)
+            # dispatched and advanced to the next day, they keep their slot: the next measurement, at
+            # the same instant, would read them again, which no tick does on a real day; they stay
+            # in the table, paused
+            _retire(due_now)
             scan |= {
                 "schedules": table.written - before + already,
                 "table_items": table.written,

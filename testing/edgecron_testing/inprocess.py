@@ -137,11 +137,13 @@ def retire_schedules() -> None:
 
 
 def due_walk_left_at(mark_ms: int) -> None:
-    """As if the last complete scan tick had ended its window at `mark_ms` (a steady state)."""
+    """As if the last complete scan tick had ended its window at `mark_ms`, every schedule having its
+    slot (a steady state, not a stack's first tick)."""
     from edgecron.data import schedules as schedule_data
 
     forget_due_walk()
     schedule_data.move_due_mark(mark_ms)
+    schedule_data.save_backfill(None, mark_ms)
 
 
 def forget_due_walk(*, backfilled: bool = True) -> None:

@@ -42,7 +42,7 @@ def _a_schedule(name: str) -> tuple[Schedule, str]:
 
 def _due(shard: str, until_ms: int) -> list[Schedule]:
     """The walk of a tick whose window covers every slot (the first after a start)."""
-    return list(schedule_data.due(shard, until_ms - DAY_MS, until_ms))
+    return [found.schedule for found in schedule_data.due(shard, until_ms - DAY_MS, until_ms)]
 
 
 def _due_ids(schedule: Schedule, until_ms: int) -> list[str]:

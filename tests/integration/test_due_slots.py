@@ -19,6 +19,7 @@ from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.services import fire_dispatch
 from edgecron_testing.aws_fidelity import IndexTime
 from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.inprocess import due_walk_left_at
 from tests.integration.conftest import new_app
 
 T0 = datetime(2026, 12, 2, 9, 0, 0, tzinfo=UTC)
@@ -230,3 +231,25 @@ def test_the_backfill_goes_on_from_where_it_stopped_until_the_table_is_read() ->
             break
     assert given >= 3 and calls >= 2  # two items read per call: three schedules take two calls at least
     assert all(_row(app_id, i).due_slot == -300_000_000 + 10 * 3_600_000 for i in ids)
+
+
+def test_a_tick_that_stops_early_moves_the_mark_only_as_far_as_it_got(index_time: IndexTime) -> None:
+    """The walk meets the wheel slots in order, so a tick whose time runs out says how far it got;
+    the next tick goes on from there (a minute earlier) instead of reading the whole window again."""
+    from edgecron.services import schedules_scan
+
+    clock.set_clock(clock.FixedClock(T0))
+    _, key = new_app("slots-stop")
+    ids = [_create(key, cron=f"{second} 0 10 * * *") for second in (0, 20, 40)]
+    due_walk_left_at(clock.to_ms(T0 + timedelta(seconds=70)))  # a tick at 09:00 got to 09:01:10
+    index_time.settle()
+    fire = T0.replace(hour=10)
+    clock.set_clock(clock.FixedClock(fire))
+    work = schedules_scan.schedule_work(fire, schedules_scan.ScheduleScanReport())
+    next(work)  # the 10:00:00 schedule: dispatched, then the tick's time runs out
+    work.close()
+    assert fire in _fires(ids[0]) and not _fires(ids[1]) and not _fires(ids[2])
+    mark = schedule_data.due_mark().mark
+    assert mark == clock.to_ms(fire + timedelta(seconds=20)) - 1 - schedules_scan.STOP_MARGIN_MS
+    _scan_at(fire + timedelta(seconds=30), index_time)
+    assert fire + timedelta(seconds=20) in _fires(ids[1]) and fire + timedelta(seconds=40) in _fires(ids[2])

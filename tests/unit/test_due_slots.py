@@ -14,6 +14,7 @@ from edgecron.domain.due_slots import (
     TICK_SLOT,
     Wheel,
     is_exact,
+    met_at,
     slot_of,
     wheel_of,
     window_ranges,
@@ -112,14 +113,35 @@ def test_a_window_over_midnight_reads_both_ends_of_the_day_wheel() -> None:
     ]
 
 
-def test_a_window_of_a_whole_period_reads_the_whole_wheel() -> None:
-    """After an outage the first tick reads every slot: the lagging schedules are caught up."""
+def test_a_window_of_a_whole_period_reads_the_whole_wheel_from_where_it_starts() -> None:
+    """After an outage the first tick reads every slot: the lagging schedules are caught up. Each
+    range goes in the order the window meets its slots."""
     start = _ms(2026, 12, 4, 12, 0, 0)
     ranges = window_ranges(start, start + 2 * HOUR_MS)
-    assert (-200_000_000, -200_000_000 + HOUR_MS - 1) in ranges
+    assert ranges[1:3] == [(-200_000_000 + 1, -200_000_000 + HOUR_MS - 1), (-200_000_000, -200_000_000)]
     assert ranges[-1] == (-300_000_000 + 12 * HOUR_MS + 1, -300_000_000 + 14 * HOUR_MS)
-    whole = window_ranges(start, start + DAY_MS)
-    assert whole[-1] == (-300_000_000, -300_000_000 + DAY_MS - 1)
+    whole = window_ranges(start, start + DAY_MS)[-2:]
+    assert whole == [
+        (-300_000_000 + 12 * HOUR_MS + 1, -300_000_000 + DAY_MS - 1),
+        (-300_000_000, -300_000_000 + 12 * HOUR_MS),
+    ]
+
+
+def test_a_wheel_slot_is_met_at_its_first_time_after_the_window_starts() -> None:
+    start = _ms(2026, 12, 4, 12, 0, 0)
+    ten = slot_of(Wheel.DAY, _ms(2026, 12, 5, 10, 0, 0), 0, LOOKAHEAD)
+    assert met_at(ten, start) == _ms(2026, 12, 5, 10, 0, 0)  # 10:00 comes round tomorrow
+    half_past = slot_of(Wheel.HOUR, _ms(2026, 12, 4, 12, 30, 0), 0, LOOKAHEAD)
+    assert met_at(half_past, start) == _ms(2026, 12, 4, 12, 30, 0)
+    assert met_at(slot_of(Wheel.DAY, start, 0, LOOKAHEAD), start) == start + DAY_MS  # just passed
+    assert met_at(TICK_SLOT, start) is None and met_at(start + 5, start) is None
+
+
+def test_the_slots_of_each_range_are_met_in_key_order() -> None:
+    start = _ms(2026, 12, 4, 23, 0, 0)
+    for lo, hi in window_ranges(start, start + DAY_MS + HOUR_MS)[1:]:
+        met = [met_at(k, start) for k in range(lo, hi + 1, 997_001)] + [met_at(hi, start)]
+        assert met == sorted(met)  # type: ignore[type-var]
 
 
 def test_an_empty_window_reads_no_wheel() -> None:

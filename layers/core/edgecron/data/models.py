@@ -190,7 +190,7 @@ class ScheduleModel(Model):
 
 
 class DueMarkModel(Model):
-    """Where the scan's last complete tick left the due walk, in the Schedules table under a partition
+    """How far the scan's last tick got in the due walk, in the Schedules table under a partition
     no App has (so no list of an App's schedules meets it): the next tick reads the wheels' slots from
     there (data/schedules.py::due_mark)."""
 

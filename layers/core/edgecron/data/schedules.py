@@ -169,30 +169,48 @@ def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[Sc
     return Page([to_entity(row) for row in page.items], page.last_key)
 
 
-def due(shard: str, from_ms: int, until_ms: int) -> Iterator[Schedule]:
+@dataclass(frozen=True)
+class Due:
+    """A schedule the due walk found, and when its window met its wheel slot (None for an exact or
+    every-tick key, which every tick reads): the walk goes in that order."""
+
+    schedule: Schedule
+    met_at: int | None
+
+    @property
+    def order(self) -> int:
+        """Exact and every-tick keys first (by key: lagging ones first), then the wheels' slots as the
+        window meets them."""
+        return self.met_at if self.met_at is not None else int(self.schedule.due_slot or 0) - _EXACT_FIRST
+
+
+_EXACT_FIRST = 2**53  # exact keys sort before every wheel position
+
+
+def due(shard: str, from_ms: int, until_ms: int) -> Iterator[Due]:
     """The schedules of `shard` due by `until_ms`: every one whose entry is exact (lagging ones too)
-    or read at every tick, and those on a wheel whose slot the window (`from_ms`, `until_ms`] passes
-    (`from_ms`: where the last complete tick's window ended). Roughly in fire-time order: the
-    entries of each key range are, and the ranges are merged by next fire time."""
+    or read at every tick, then those on a wheel whose slot the window (`from_ms`, `until_ms`] passes
+    (`from_ms`: how far the last tick got), in the order the window meets them."""
     walks = [
-        _due_entries(shard, M.due_slot.between(lo, hi), until_ms)
+        _due_entries(shard, lo, hi, from_ms, until_ms)
         for lo, hi in due_slots.window_ranges(from_ms, until_ms)
     ]
-    yield from heapq.merge(*walks, key=lambda schedule: int(schedule.next_fire_at or 0))
+    yield from heapq.merge(*walks, key=lambda found: found.order)
 
 
-def _due_entries(shard: str, slots: Any, until_ms: int) -> Iterator[Schedule]:
-    """The schedules behind the `due_slots` entries of `shard` in the key range `slots`, due by
+def _due_entries(shard: str, lo: int, hi: int, from_ms: int, until_ms: int) -> Iterator[Due]:
+    """The schedules behind the `due_slots` entries of `shard` with a slot in [lo, hi], due by
     `until_ms`. The index holds keys only, so the schedules are read with consistent batch gets; an
     entry whose schedule is gone, left the index or is not due yet is left out."""
-    entries = M.due_slots.query(shard, range_key_condition=slots)
+    entries = M.due_slots.query(shard, range_key_condition=M.due_slot.between(lo, hi))
     for row in items_of_entries(
         M,
         ((entry.app_id, entry.schedule_id) for entry in entries),
         lambda s: (s.app_id, s.schedule_id),
         lambda s: s.due_shard is not None and s.next_fire_at is not None and s.next_fire_at <= until_ms,
     ):
-        yield to_entity(row)
+        schedule = to_entity(row)
+        yield Due(schedule, due_slots.met_at(int(schedule.due_slot or 0), from_ms))
 
 
 MARK_PARTITION = "#scan"  # no App id starts with '#'
@@ -201,7 +219,7 @@ MARK_KEY = "due"
 
 @dataclass(frozen=True)
 class DueMark:
-    """Where the last complete tick left the due walk (None: no tick completed yet), and how far
+    """How far the last tick got in the due walk (None: no tick recorded it yet), and how far
     the backfill of slots for schedules an earlier release wrote has got."""
 
     mark: int | None

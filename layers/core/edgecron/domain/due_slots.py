@@ -3,7 +3,7 @@
 An entry keyed by the exact next fire time moves at every fire: two index writes, a third of what a
 fire writes. A schedule that fires at one time of the day, or at one time of the hour, keeps one
 position instead, on a wheel of that period: the scan reads the positions that come up during its
-window (from where the last complete tick stopped to its look-ahead horizon) and keeps the schedules
+window (from where the last tick got to its look-ahead horizon) and keeps the schedules
 whose stored next fire time is due. A schedule that fires many times a day every day is read at every
 tick. Any other schedule (a one-time one, a monthly one, one firing a few times a day) keeps the exact
 next fire time, which every tick reads up to its horizon, as lagging ones are too.
@@ -64,7 +64,7 @@ def slot_of(wheel: Wheel, next_fire_ms: int, written_ms: int, settled_ms: int) -
     """The key of a schedule whose next fire is `next_fire_ms`, written at `written_ms`.
 
     A day or hour wheel position is read once the scan's window passes it, and that window starts
-    where the last complete tick's horizon ended, which may already lie up to `settled_ms` (the
+    where the last tick got, which may already lie up to `settled_ms` (the
     look-ahead, and a margin for clocks) after the write. A next fire that close keeps the exact key
     for that one fire: every tick reads exact keys up to its horizon. The scan's advance puts it on
     the wheel."""
@@ -82,18 +82,28 @@ def is_exact(slot: int) -> bool:
 def window_ranges(from_ms: int, until_ms: int) -> list[tuple[int, int]]:
     """The key ranges (inclusive) a tick reads for fire times in (`from_ms`, `until_ms`]: the tick key
     and every exact key up to `until_ms` (the lagging ones too), then the positions of each wheel the
-    window passes, in the order the window meets them (a whole wheel when it spans a period)."""
+    window passes, each range in the order the window meets its positions (a whole wheel when the
+    window spans a period, split where the window starts)."""
     ranges = [(TICK_SLOT, until_ms)]
     for wheel in (Wheel.HOUR, Wheel.DAY):
         period, base = _PERIOD[wheel], _BASE[wheel]
-        if until_ms - from_ms >= period:
-            ranges.append((base, base + period - 1))
-            continue
         if until_ms <= from_ms:
             continue
-        lo, hi = (from_ms + 1) % period, until_ms % period
+        lo = (from_ms + 1) % period
+        hi = (lo - 1) % period if until_ms - from_ms >= period else until_ms % period
         if lo <= hi:
             ranges.append((base + lo, base + hi))
         else:  # the window passes the wheel's zero
             ranges += [(base + lo, base + period - 1), (base, base + hi)]
     return ranges
+
+
+def met_at(slot: int, from_ms: int) -> int | None:
+    """When a window starting after `from_ms` meets a wheel slot: the first time after `from_ms`
+    whose position on the wheel is the slot. None for the exact and every-tick keys, which every tick
+    reads whatever its window. A walk in this order lets a tick that stops early say how far it got."""
+    for wheel in (Wheel.HOUR, Wheel.DAY):
+        base, period = _BASE[wheel], _PERIOD[wheel]
+        if base <= slot < base + period:
+            return from_ms + 1 + (slot - base - (from_ms + 1)) % period
+    return None

@@ -155,69 +155,102 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
     from_ms = mark.mark if mark.mark is not None else now_ms - due_slots.DAY_MS
     incoming = heapq.merge(
         *(schedule_data.due(str((start + i) % shards), from_ms, horizon) for i in range(shards)),
-        key=lambda schedule: int(schedule.next_fire_at or 0),
+        key=lambda found: found.order,
     )
     taken: list[tuple[int, int, str, Iterator[Schedule]]] = []  # by the next fire time to dispatch
-    held_at: dict[str, int | None] = {}  # each schedule's next fire time before its latest step
+    # the wheel schedules taken and not done yet, by when the window met their slot: the next tick
+    # must meet them again if this one stops before they are done
+    met: dict[str, int] = {}
     seq = 0
     outbox = FireOutbox(now, report)
+    stopped = False
+    upcoming: schedule_data.Due | None = None
     try:
         upcoming = next(incoming, None)
         while upcoming is not None or taken:
-            if upcoming is not None and (not taken or int(upcoming.next_fire_at or 0) <= taken[0][0]):
+            if upcoming is not None and (
+                not taken or int(upcoming.schedule.next_fire_at or 0) <= taken[0][0]
+            ):
                 first, upcoming = upcoming, next(incoming, None)
-                schedule_id = first.schedule_id
-                held_at[schedule_id] = first.next_fire_at
+                schedule_id = first.schedule.schedule_id
+                if first.met_at is not None:
+                    met[schedule_id] = first.met_at
                 report.due_schedules += 1
-                steps = process_steps(first, now, horizon, report, outbox)
+                steps = process_steps(first.schedule, now, horizon, report, outbox)
             else:
-                fire_at, _, schedule_id, steps = heapq.heappop(taken)
-                held_at[schedule_id] = fire_at
+                _, _, schedule_id, steps = heapq.heappop(taken)
                 if outbox.holds(schedule_id):
                     outbox.flush()  # its next fire goes by the copy its advance returns
             try:
                 schedule = next(steps)
             except StopIteration:
+                met.pop(schedule_id, None)
                 yield
                 continue
             except Exception:  # one broken schedule must not stop the others
                 report.item_failures += 1
-                report.hold(held_at.get(schedule_id))
+                report.hold(met.pop(schedule_id, None))
                 item_failed("schedule", schedule_id)
                 yield
                 continue
             if schedule.next_fire_at is not None and schedule.next_fire_at <= horizon:
                 seq += 1
                 heapq.heappush(taken, (schedule.next_fire_at, seq, schedule_id, steps))
+            else:
+                met.pop(schedule_id, None)
             if outbox.full:
                 outbox.flush()
             yield
-        outbox.flush()
-        if mark.backfilled:  # until then every tick reads every slot (slot_backfill_work)
-            _move_mark(report, horizon, now_ms)
+    except GeneratorExit:  # the tick's time ran out
+        stopped = True
+        raise
     finally:
         try:
             outbox.flush()  # the rest, also when the tick's time ran out: dispatched is sent and advanced
+            if mark.backfilled and (stopped or (upcoming is None and not taken)):
+                # until every schedule has a slot, every tick reads every slot (slot_backfill_work)
+                reached = _reached(upcoming, met, horizon, stopped)
+                if reached is not None:
+                    _move_mark(report, reached, now_ms)
         finally:
             count(DUE_SCHEDULES, report.due_schedules)
+
+
+STOP_MARGIN_MS = 60_000  # a tick that stopped early leaves this much more for the next to read again
+
+
+def _reached(
+    upcoming: schedule_data.Due | None, met: dict[str, int], horizon_ms: int, stopped: bool
+) -> int | None:
+    """How far a tick met every wheel slot and dispatched what it found there: its horizon if it
+    finished, else just before the first wheel slot it did not finish (the walk meets them in order),
+    less a margin; None if it stopped before the walk reached the wheels (exact and every-tick keys
+    come first)."""
+    if not stopped:
+        return horizon_ms
+    if upcoming is not None and upcoming.met_at is None:
+        return None
+    left = [upcoming.met_at] if upcoming is not None and upcoming.met_at is not None else []
+    return min([*left, *met.values(), horizon_ms + 1]) - 1 - STOP_MARGIN_MS
 
 
 MAX_HOLD_MS = 10 * 60_000  # a schedule that keeps failing holds the due walk's window no longer
 
 
-def _move_mark(report: ScheduleScanReport, horizon_ms: int, now_ms: int) -> None:
-    """Every wheel slot up to the horizon was read and its schedules dispatched: the next tick reads
-    from here. A schedule that failed holds the mark before its fire time, so the next tick reads its
-    slot again; after MAX_HOLD_MS it no longer does, and the schedule lags until its slot comes round
-    again, when it is caught up (its missed-fire policy)."""
-    to_ms = horizon_ms
+def _move_mark(report: ScheduleScanReport, reached_ms: int, now_ms: int) -> None:
+    """Every wheel slot up to `reached_ms` was met and its schedules dispatched: the next tick reads
+    from here. A schedule that failed holds the mark before its slot, so the next tick meets it again;
+    after MAX_HOLD_MS it no longer does, and the schedule lags until its slot comes round again, when
+    it is caught up (its missed-fire policy)."""
+    to_ms = reached_ms
     if report.held_from is not None:
-        to_ms = min(to_ms, report.held_from - 1)
-        if to_ms < now_ms - MAX_HOLD_MS:
+        held = report.held_from - 1
+        if held < now_ms - MAX_HOLD_MS:
             logger.warning(
                 "a failing schedule no longer holds the due walk", extra={"fire_at": report.held_from}
             )
-            to_ms = now_ms - MAX_HOLD_MS
+            held = now_ms - MAX_HOLD_MS
+        to_ms = min(to_ms, held)
     schedule_data.move_due_mark(to_ms)
 
 

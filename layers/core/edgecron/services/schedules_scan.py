@@ -47,11 +47,12 @@ class ScheduleScanReport:
     fires_redispatched: int = 0
     item_failures: int = 0
     stopped_early: bool = False
-    held_from: int | None = None  # the earliest fire time of a schedule that failed this tick
+    held_from: int | None = None  # the earliest wheel slot (met at) or fire time of a schedule that failed
 
-    def hold(self, fire_at_ms: int | None) -> None:
-        if fire_at_ms is not None and (self.held_from is None or fire_at_ms < self.held_from):
-            self.held_from = fire_at_ms
+    def hold(self, at_ms: int | None) -> None:
+        """Keep the due walk's mark before `at_ms`, so the next tick meets the failed schedule again."""
+        if at_ms is not None and (self.held_from is None or at_ms < self.held_from):
+            self.held_from = at_ms
 
 
 def dispatch_schedules(

@@ -253,3 +253,32 @@ def test_a_tick_that_stops_early_moves_the_mark_only_as_far_as_it_got(index_time
     assert mark == clock.to_ms(fire + timedelta(seconds=20)) - 1 - schedules_scan.STOP_MARGIN_MS
     _scan_at(fire + timedelta(seconds=30), index_time)
     assert fire + timedelta(seconds=20) in _fires(ids[1]) and fire + timedelta(seconds=40) in _fires(ids[2])
+
+
+def test_a_schedule_that_stopped_holding_the_window_is_read_at_once_after_an_edit(
+    index_time: IndexTime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After 10 minutes a failing schedule lets the mark go and lags; any PATCH rewrites its slot with
+    its lagging next fire time, which every tick reads, so the next tick catches it up."""
+    clock.set_clock(clock.FixedClock(T0))
+    app_id, key = new_app("slots-edit")
+    schedule_id = _create(key, cron="0 10 * * *")
+    _scan_at(T0, index_time)
+    fire = T0.replace(hour=10)
+    real = fire_dispatch.dispatch_fire
+
+    def broken(schedule: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the schedule's dispatch failed")
+
+    monkeypatch.setattr(fire_dispatch, "dispatch_fire", broken)
+    _scan_at(fire, index_time)
+    _scan_at(fire + timedelta(minutes=30), index_time)  # held no longer: the mark is at 10:20
+    monkeypatch.setattr(fire_dispatch, "dispatch_fire", real)
+    _scan_at(fire + timedelta(minutes=31), index_time)
+    assert not _fires(schedule_id)  # its slot, 10:00, lies before the window
+    clock.set_clock(clock.FixedClock(fire + timedelta(minutes=31, seconds=30)))
+    resp = call_api("PATCH", f"/v1/schedules/{schedule_id}", key=key, body={"name": "edited"})
+    assert resp.status == 200, resp.body
+    _scan_at(fire + timedelta(minutes=32), index_time)
+    assert fire in _fires(schedule_id)  # caught up: RUN_ONCE runs the missed fire late
+    assert _row(app_id, schedule_id).due_slot == -300_000_000 + 10 * 3_600_000

@@ -86,6 +86,15 @@ def test_a_fire_within_the_look_ahead_of_its_write_keeps_its_exact_time() -> Non
     assert slot_of(Wheel.TICK, written + 1_000, written, LOOKAHEAD) == TICK_SLOT
 
 
+def test_an_every_tick_schedule_more_than_a_day_from_its_next_fire_keeps_the_exact_time() -> None:
+    """A far start_at, or a schedule that fires every 5 minutes on Mondays only, between Mondays:
+    read when due rather than at every tick meanwhile."""
+    written = _ms(2026, 12, 4, 12, 0, 0)
+    assert slot_of(Wheel.TICK, written + DAY_MS, written, LOOKAHEAD) == TICK_SLOT
+    assert slot_of(Wheel.TICK, written + DAY_MS + 1, written, LOOKAHEAD) == written + DAY_MS + 1
+    assert wheel_of(parse_cron("*/5 * * * MON")) == Wheel.TICK
+
+
 def test_a_tick_reads_the_tick_key_and_exact_keys_up_to_its_horizon_in_one_range() -> None:
     start, until = _ms(2026, 12, 4, 12, 0, 0), _ms(2026, 12, 4, 12, 1, 10)
     ranges = window_ranges(start, until)

@@ -67,9 +67,10 @@ def slot_of(wheel: Wheel, next_fire_ms: int, written_ms: int, settled_ms: int) -
     where the last tick got, which may already lie up to `settled_ms` (the
     look-ahead, and a margin for clocks) after the write. A next fire that close keeps the exact key
     for that one fire: every tick reads exact keys up to its horizon. The scan's advance puts it on
-    the wheel."""
+    the wheel. An every-tick schedule whose next fire is more than a day away (a far start_at, a
+    week's gap) keeps the exact key until then, rather than being read at every tick meanwhile."""
     if wheel == Wheel.TICK:
-        return TICK_SLOT
+        return TICK_SLOT if next_fire_ms <= written_ms + DAY_MS else next_fire_ms
     if wheel == Wheel.EXACT or next_fire_ms <= written_ms + settled_ms:
         return next_fire_ms
     return _BASE[wheel] + next_fire_ms % _PERIOD[wheel]

@@ -200,7 +200,7 @@ class DueMarkModel(Model):
 
     app_id = UnicodeAttribute(hash_key=True)
     schedule_id = UnicodeAttribute(range_key=True)
-    mark = NumberAttribute(null=True)  # the horizon (ms) up to which every wheel slot was read
+    mark = NumberAttribute(null=True)  # up to when (ms) every wheel slot was met and dispatched
     backfilled_at = NumberAttribute(null=True)  # when every schedule had a due_slot
     backfill_from = JSONAttribute(null=True)  # the table key the backfill goes on from
 

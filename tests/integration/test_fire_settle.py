@@ -1,11 +1,12 @@
 """A Fire follows its runs. The only run of a Fire bound to one Endpoint decides the Fire's status
-alone, so its worker settles the Fire without reading it first; a Fire with several runs is read and
-settles when the last of them is final."""
+alone, so its worker settles the Fire without reading it first, and when that run completes at its
+first attempt the Fire keeps its dispatched item and reads as its run; a Fire with several runs is
+read and settles when the last of them is final."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -13,8 +14,10 @@ from edgecron import clock
 from edgecron.data import fires as fire_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
-from edgecron_testing.harness import call_api, new_endpoint, new_schedule
-from edgecron_testing.inprocess import Pump, TableCalls, new_app
+from edgecron.services import schedule_history
+from edgecron_testing.aws_fidelity import IndexTime
+from edgecron_testing.harness import call_api, invoke, new_endpoint, new_schedule
+from edgecron_testing.inprocess import Pump, TableCalls, due_walk_left_at, new_app
 from edgecron_testing.receiver import Receiver, Reply
 
 
@@ -97,3 +100,87 @@ def test_a_fire_an_earlier_release_wrote_with_its_counted_flag_reads_and_settles
     assert fire is not None and fire.is_open
     assert call_api("POST", f"/v1/schedules/{schedule_id}/pause", key=key).status == 200
     assert _fire(schedule_id).status == "CANCELLED"
+
+
+T9 = datetime(2026, 12, 3, 9, 0, 0, tzinfo=UTC)
+SCAN_EVENT = {"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
+
+
+def _daily_fired(key: str, url: str, index_time: IndexTime, **body: object) -> str:
+    """A daily schedule at 10:00 UTC, created at 09:00 and dispatched by the tick at 10:00."""
+    clock.set_clock(clock.FixedClock(T9))
+    ep = new_endpoint(key, url)
+    schedule_id = str(new_schedule(key, cron="0 10 * * *", endpoint_ids=[ep], **body)["id"])
+    due_walk_left_at(clock.to_ms(T9 + timedelta(minutes=59)))
+    index_time.settle()
+    clock.set_clock(clock.FixedClock(T9 + timedelta(hours=1)))
+    invoke("scan", SCAN_EVENT)
+    return schedule_id
+
+
+def _shown(key: str, schedule_id: str) -> dict[str, object]:
+    resp = call_api("GET", f"/v1/schedules/{schedule_id}/fires", key=key)
+    assert resp.status == 200, resp.body
+    (fire,) = resp.body["data"]
+    return dict(fire)
+
+
+def test_a_cron_fire_whose_run_completes_at_once_is_not_written_again_and_reads_completed(
+    receiver: Receiver, pump: Pump, index_time: IndexTime
+) -> None:
+    _, key = new_app("settle-unwritten")
+    schedule_id = _daily_fired(key, receiver.url("/at-once"), index_time)
+    with TableCalls(FireModel, "UpdateItem") as written:
+        assert pump.deliveries() == 1
+    assert written.calls == 0
+    stored = _fire(schedule_id)
+    assert stored.status == "SCHEDULED" and stored.open_shard is None
+    shown = _shown(key, schedule_id)
+    assert shown["status"] == "COMPLETED" and shown["finished_at"] is not None
+    found = schedule_history.fire(schedule_id, int(stored.fire_at))
+    assert found is not None and found[0].status == "COMPLETED" and not found[0].is_open
+
+
+def test_a_pause_after_a_completed_unwritten_fire_leaves_it_completed(
+    receiver: Receiver, pump: Pump, index_time: IndexTime
+) -> None:
+    _, key = new_app("settle-unwritten-pause")
+    schedule_id = _daily_fired(key, receiver.url("/then-pause"), index_time)
+    assert pump.deliveries() == 1
+    with TableCalls(FireModel, "UpdateItem") as written:
+        assert call_api("POST", f"/v1/schedules/{schedule_id}/pause", key=key).status == 200
+    assert written.calls == 0
+    assert _shown(key, schedule_id)["status"] == "COMPLETED"
+    (run,) = TaskRunModel.scan(TaskRunModel.source_id == schedule_id)
+    assert run.status == "success"
+
+
+def test_a_success_after_a_failed_fire_writes_its_fire_and_resets_the_failure_count(
+    receiver: Receiver, pump: Pump, index_time: IndexTime
+) -> None:
+    app_id, key = new_app("settle-after-failure")
+    schedule_id = _daily_fired(key, receiver.url("/recovered"), index_time)
+    stored = schedule_data.get(app_id, schedule_id, consistent=True)
+    assert stored is not None
+    schedule_data.record_outcome(app_id, schedule_id, True, 3, clock.to_ms(clock.now()))
+    assert pump.deliveries() == 1
+    assert _fire(schedule_id).status == "COMPLETED"
+    after = schedule_data.get(app_id, schedule_id, consistent=True)
+    assert after is not None and after.consecutive_failures == 0
+
+
+def test_a_fire_whose_run_completes_after_a_retry_is_written_and_leaves_the_open_fires(
+    receiver: Receiver, pump: Pump, index_time: IndexTime
+) -> None:
+    _, key = new_app("settle-after-retry")
+    receiver.script("/second-time", Reply(503), Reply(200))
+    policy = call_api(
+        "POST", "/v1/retry-policies", key=key, body={"max_attempts": 3, "base_delay_sec": 1}
+    ).body["id"]
+    schedule_id = _daily_fired(key, receiver.url("/second-time"), index_time, retry_policy_id=policy)
+    assert pump.deliveries() == 1
+    assert _fire(schedule_id).open_shard is not None  # waits for its retry among the open Fires
+    clock.set_clock(clock.FixedClock(T9 + timedelta(hours=1, seconds=30)))
+    pump.deliveries(until=lambda: _fire(schedule_id).status != "SCHEDULED", timeout=20)
+    settled = _fire(schedule_id)
+    assert settled.status == "COMPLETED" and settled.open_shard is None

@@ -9,7 +9,8 @@ import dataclasses
 import pytest
 
 from edgecron.domain.fires import Fire
-from edgecron.domain.vocabulary import FireStatus
+from edgecron.domain.task_runs import TaskRun
+from edgecron.domain.vocabulary import FireStatus, RunStatus, Source
 
 FIRE_AT = 1_780_000_000_000
 
@@ -68,3 +69,44 @@ def test_a_broadcast_fire_is_all_counted_once_fanned_out_and_every_run_counted()
     assert not fire(paged=True, run_count=3, settled_runs=2, started_at=FIRE_AT).all_counted
     assert fire(paged=True, run_count=3, settled_runs=3, started_at=FIRE_AT).all_counted
     assert fire(paged=True, run_count=0, started_at=FIRE_AT).all_counted
+
+
+def _run(status: RunStatus, run_id: str = "run_1") -> TaskRun:
+    return TaskRun(
+        run_id=run_id,
+        app_id="app_1",
+        endpoint_id="ep_1",
+        source=Source.SCHEDULE,
+        status=status,
+        deliver_at=FIRE_AT,
+        created_at=FIRE_AT,
+        updated_at=FIRE_AT + 300,
+        finished_at=FIRE_AT + 250,
+    )
+
+
+def test_a_fire_its_run_completed_reads_completed_with_the_runs_end() -> None:
+    dispatched = fire(endpoint_ids=("ep_1",), run_ids=("run_1",), started_at=FIRE_AT)
+    shown = dispatched.as_run_left_it(_run(RunStatus.SUCCESS))
+    assert shown.status == FireStatus.COMPLETED and not shown.is_open
+    assert shown.finished_at == FIRE_AT + 250 and shown.duration_ms == 250
+
+
+@pytest.mark.parametrize(
+    "status", [RunStatus.PENDING, RunStatus.RUNNING, RunStatus.FAILED, RunStatus.CANCELLED]
+)
+def test_a_fire_whose_run_did_not_complete_reads_as_stored(status: RunStatus) -> None:
+    """Only a completion is left unwritten: any other end is settled by a write that counts it."""
+    dispatched = fire(endpoint_ids=("ep_1",), run_ids=("run_1",), started_at=FIRE_AT)
+    assert dispatched.as_run_left_it(_run(status)) == dispatched
+
+
+def test_only_a_fire_its_one_run_settles_reads_as_that_run() -> None:
+    two = fire(endpoint_ids=("ep_1", "ep_2"), run_ids=("run_1", "run_2"), started_at=FIRE_AT)
+    gated = fire(endpoint_ids=("ep_1",), run_ids=("run_1",), overlap="SKIP", started_at=FIRE_AT)
+    settled = fire(endpoint_ids=("ep_1",), run_ids=("run_1",), status=FireStatus.FAILED, finished_at=FIRE_AT)
+    other = fire(endpoint_ids=("ep_1",), run_ids=("run_1",), started_at=FIRE_AT)
+    for f in (two, gated, settled):
+        assert f.as_run_left_it(_run(RunStatus.SUCCESS)) == f
+    assert other.as_run_left_it(_run(RunStatus.SUCCESS, run_id="run_9")) == other
+    assert other.as_run_left_it(None) == other

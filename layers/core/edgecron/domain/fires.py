@@ -3,9 +3,10 @@ schedule bound to listed Endpoints; in fan-out pages for a broadcast one, `paged
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from edgecron.domain.vocabulary import FireStatus
+from edgecron.domain.task_runs import TaskRun
+from edgecron.domain.vocabulary import FireStatus, RunStatus
 
 OPEN = frozenset({FireStatus.SCHEDULED, FireStatus.RUNNING, FireStatus.BUFFERED})
 
@@ -54,6 +55,16 @@ class Fire:
         """One run at a listed Endpoint and no overlap policy: its status is its run's, so the run's
         worker settles it without reading it first."""
         return not self.paged and self.overlap is None and len(self.run_ids) == 1
+
+    def as_run_left_it(self, run: TaskRun | None) -> Fire:
+        """The Fire as its only run left it. A Fire its run settles keeps its dispatched item when
+        that run completes at its first attempt (nothing else changes, so nothing is written): its
+        status and its end are the run's."""
+        if not (self.is_open and self.settled_by_its_run and run is not None):
+            return self
+        if run.run_id != self.run_ids[0] or run.status != RunStatus.SUCCESS:
+            return self
+        return replace(self, status=FireStatus.COMPLETED, finished_at=run.finished_at or run.updated_at)
 
     @property
     def all_counted(self) -> bool:

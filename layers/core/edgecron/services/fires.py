@@ -13,6 +13,7 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.domain import run_states as st
 from edgecron.domain.fires import Fire
+from edgecron.domain.schedules import Schedule
 from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import NotificationKind, OperationalEvent, ScheduleStatus
 from edgecron.observability import AUTO_PAUSED, count, logger
@@ -39,10 +40,15 @@ def run_settled(run: TaskRun, status: str, now_ms: int) -> None:
         return
     final = fire_status([status]) if run.settles_fire else None
     if final is not None:  # the Fire's only run: its status is the Fire's, no read needed
+        schedule = None
+        if stays_unwritten(run, final):
+            schedule = schedule_data.get(run.app_id, run.source_id)
+            if schedule is not None and schedule.cron is not None and not schedule.consecutive_failures:
+                return  # nothing to count and nothing to finish: the Fire reads as its run
         error = run.last_error if status in (st.FAILED, st.DEAD_LETTER) else None
         settled = fire_data.settle_from_run(run.source_id, int(run.fire_at), final, now_ms, error)
         if settled is not None:
-            after_settle(settled, final, now_ms, error)
+            after_settle(settled, final, now_ms, error, schedule=schedule)
         return
     fire = fire_data.get(run.source_id, int(run.fire_at))
     if fire is None or fire.status not in fire_data.OPEN:
@@ -161,9 +167,28 @@ def settle_if_done(
     return final
 
 
-def after_settle(fire: Fire, final: str, now_ms: int, error: str | None) -> None:
-    """Count a settled Fire toward the schedule's consecutive failures (once per Fire)."""
-    schedule = schedule_data.get(fire.app_id, fire.schedule_id)
+def stays_unwritten(run: TaskRun, final: str) -> bool:
+    """Whether the Fire of a run that settles it may keep its item as dispatched: the run completed
+    at its first attempt, so the Fire never entered the open-fires index (a retry or a long wait puts
+    it there, and only its settle takes it out), and its status is the run's (Fire.as_run_left_it).
+    Its schedule decides the rest: a one-time schedule is finished, and a failure count reset, by the
+    settle write."""
+    return (
+        final == fire_data.COMPLETED
+        and run.settles_fire
+        and run.fire_at is not None
+        and int(run.total_attempts) == 1
+        and not waits_past_recent(int(run.fire_at), int(run.deliver_at))
+    )
+
+
+def after_settle(
+    fire: Fire, final: str, now_ms: int, error: str | None, *, schedule: Schedule | None = None
+) -> None:
+    """Count a settled Fire toward the schedule's consecutive failures (once per Fire); `schedule`
+    is a copy the caller has just read."""
+    if schedule is None:
+        schedule = schedule_data.get(fire.app_id, fire.schedule_id)
     if schedule is None:
         return
     failed = final == fire_data.FAILED
@@ -253,6 +278,8 @@ def cancel_fire(fire: Fire, now_ms: int, reason: str) -> int:
     cancelled = ended = 0
     for page in fire_data.run_pages(fire):  # a broadcast Fire's runs, one fan-out page at a time
         existing = {r.run_id: r for r in run_data.get_many(fire.app_id, [run_id for _, run_id in page])}
+        if fire.settled_by_its_run and not fire.as_run_left_it(existing.get(fire.run_ids[0])).is_open:
+            return 0  # its run completed: so did the Fire, which kept its dispatched item
         for endpoint_id, run_id in page:
             run = existing.get(run_id)
             if run is None:

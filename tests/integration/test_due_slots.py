@@ -48,12 +48,20 @@ def _fires(schedule_id: str) -> dict[datetime, str]:
     return {clock.from_ms(int(f.fire_at)): f.status for f in FireModel.query(schedule_id)}
 
 
+_KEYS: dict[str, str] = {}  # the API key of each App the `daily` fixture made
+
+
+def _key_of(app_id: str) -> str:
+    return _KEYS[app_id]
+
+
 @pytest.fixture
 def daily(index_time: IndexTime) -> tuple[str, str]:
     """A daily schedule at 10:00 UTC created at 09:00 (its first fire past a create's look-ahead),
     after a scan at 09:00 that left the mark at its horizon. (App id, schedule id)"""
     clock.set_clock(clock.FixedClock(T0))
     app_id, key = new_app("slots-daily")
+    _KEYS[app_id] = key
     schedule_id = _create(key, cron="0 10 * * *")
     _scan_at(T0, index_time)
     return app_id, schedule_id
@@ -62,8 +70,10 @@ def daily(index_time: IndexTime) -> tuple[str, str]:
 def test_a_daily_schedule_keeps_its_index_entry_while_it_fires_day_after_day(
     daily: tuple[str, str], index_time: IndexTime
 ) -> None:
+    """Nor is the schedule written at all: the walk passing its slot moves it past the fire."""
     app_id, schedule_id = daily
-    slot = _row(app_id, schedule_id).due_slot
+    created = _row(app_id, schedule_id)
+    slot = created.due_slot
     assert slot == -300_000_000 + 10 * 3_600_000  # 10:00 on the day wheel
     first = T0.replace(hour=10)
     for day in range(3):
@@ -73,8 +83,14 @@ def test_a_daily_schedule_keeps_its_index_entry_while_it_fires_day_after_day(
         _scan_at(fire, index_time)
         row = _row(app_id, schedule_id)
         assert fire in _fires(schedule_id)
-        assert (row.next_fire_at, row.due_slot) == (clock.to_ms(fire + timedelta(days=1)), slot)
+        assert (row.next_fire_at, row.due_slot, row.version) == (created.next_fire_at, slot, created.version)
+        read = schedule_data.get(app_id, schedule_id, consistent=True)
+        assert read is not None and read.next_fire_at == clock.to_ms(fire + timedelta(days=1))
+        assert read.last_fire_at == clock.to_ms(fire)
         _scan_at(fire + timedelta(hours=12), index_time)  # ticks through the rest of the day
+    shown = call_api("GET", f"/v1/schedules/{schedule_id}", key=_key_of(app_id)).body
+    assert shown["next_fire_time"].startswith("2026-12-05T10:00:00")
+    assert shown["last_fire_time"].startswith("2026-12-04T10:00:00")
 
 
 def test_a_tick_after_an_outage_reads_every_slot_and_catches_the_lagging_schedule_up(
@@ -85,7 +101,8 @@ def test_a_tick_after_an_outage_reads_every_slot_and_catches_the_lagging_schedul
     _scan_at(back, index_time)
     fires = _fires(schedule_id)
     assert T0.replace(hour=10) in fires  # run late (RUN_ONCE), not lost
-    assert _row(app_id, schedule_id).next_fire_at == clock.to_ms(T0.replace(hour=10) + timedelta(days=1))
+    read = schedule_data.get(app_id, schedule_id, consistent=True)
+    assert read is not None and read.next_fire_at == clock.to_ms(T0.replace(hour=10) + timedelta(days=1))
 
 
 def test_a_first_fire_within_the_look_ahead_of_its_write_is_found_by_its_exact_time(
@@ -170,10 +187,10 @@ def test_a_failing_schedule_holds_the_window_until_it_is_dispatched(
     assert fire in _fires(schedule_id)
 
 
-@pytest.mark.usefixtures("daily")
-def test_a_schedule_that_keeps_failing_stops_holding_the_window(
-    index_time: IndexTime, monkeypatch: pytest.MonkeyPatch
+def test_a_schedule_that_keeps_failing_owes_its_fire_at_its_exact_time_and_holds_the_window_no_longer(
+    daily: tuple[str, str], index_time: IndexTime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    app_id, schedule_id = daily
     fire = T0.replace(hour=10)
 
     def broken(schedule: Any, *args: Any, **kwargs: Any) -> Any:
@@ -182,8 +199,31 @@ def test_a_schedule_that_keeps_failing_stops_holding_the_window(
     monkeypatch.setattr(fire_dispatch, "dispatch_fire", broken)
     later = fire + timedelta(minutes=30)
     _scan_at(fire, index_time)
+    row = _row(app_id, schedule_id)
+    assert (row.next_fire_at, row.due_slot) == (clock.to_ms(fire), clock.to_ms(fire))  # every tick reads it
     _scan_at(later, index_time)
-    assert schedule_data.due_mark().mark == clock.to_ms(later) - 10 * 60_000
+    assert schedule_data.due_mark().mark == clock.to_ms(later) + fire_dispatch.lookahead_ms()
+
+
+def test_a_failing_schedule_whose_owed_fire_cannot_be_recorded_holds_the_window_until_it_can(
+    daily: tuple[str, str], index_time: IndexTime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app_id, schedule_id = daily
+    fire = T0.replace(hour=10)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the table refused the write")
+
+    monkeypatch.setattr(fire_dispatch, "dispatch_fire", broken)
+    monkeypatch.setattr(schedule_data, "owe", broken)
+    _scan_at(fire, index_time)
+    _scan_at(fire + timedelta(minutes=30), index_time)
+    assert schedule_data.due_mark().mark == clock.to_ms(fire) - 1  # held past the usual 10 minutes
+    monkeypatch.undo()
+    _scan_at(fire + timedelta(minutes=31), index_time)
+    assert fire in _fires(schedule_id)  # caught up: RUN_ONCE runs the missed fire late
+    read = schedule_data.get(app_id, schedule_id, consistent=True)
+    assert read is not None and read.next_fire_at == clock.to_ms(fire + timedelta(days=1))
 
 
 def test_a_schedule_an_earlier_release_wrote_without_a_slot_is_given_one(index_time: IndexTime) -> None:
@@ -255,11 +295,11 @@ def test_a_tick_that_stops_early_moves_the_mark_only_as_far_as_it_got(index_time
     assert fire + timedelta(seconds=20) in _fires(ids[1]) and fire + timedelta(seconds=40) in _fires(ids[2])
 
 
-def test_a_schedule_that_stopped_holding_the_window_is_read_at_once_after_an_edit(
+def test_a_schedule_that_failed_is_caught_up_from_its_exact_time_once_it_recovers(
     index_time: IndexTime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After 10 minutes a failing schedule lets the mark go and lags; any PATCH rewrites its slot with
-    its lagging next fire time, which every tick reads, so the next tick catches it up."""
+    """It owes its fire at the exact time, which every tick reads, so the mark moves on without it.
+    The first tick after it recovers catches it up and puts it back on its wheel."""
     clock.set_clock(clock.FixedClock(T0))
     app_id, key = new_app("slots-edit")
     schedule_id = _create(key, cron="0 10 * * *")
@@ -272,13 +312,44 @@ def test_a_schedule_that_stopped_holding_the_window_is_read_at_once_after_an_edi
 
     monkeypatch.setattr(fire_dispatch, "dispatch_fire", broken)
     _scan_at(fire, index_time)
-    _scan_at(fire + timedelta(minutes=30), index_time)  # held no longer: the mark is at 10:20
+    _scan_at(fire + timedelta(minutes=30), index_time)
+    assert schedule_data.due_mark().mark == clock.to_ms(fire + timedelta(minutes=30)) + 70_000
+    shown = call_api("GET", f"/v1/schedules/{schedule_id}", key=key).body
+    assert shown["next_fire_time"].startswith("2026-12-02T10:00:00")  # still owed
     monkeypatch.setattr(fire_dispatch, "dispatch_fire", real)
     _scan_at(fire + timedelta(minutes=31), index_time)
-    assert not _fires(schedule_id)  # its slot, 10:00, lies before the window
-    clock.set_clock(clock.FixedClock(fire + timedelta(minutes=31, seconds=30)))
-    resp = call_api("PATCH", f"/v1/schedules/{schedule_id}", key=key, body={"name": "edited"})
-    assert resp.status == 200, resp.body
-    _scan_at(fire + timedelta(minutes=32), index_time)
     assert fire in _fires(schedule_id)  # caught up: RUN_ONCE runs the missed fire late
     assert _row(app_id, schedule_id).due_slot == -300_000_000 + 10 * 3_600_000
+
+
+def test_an_edit_of_a_schedule_the_walk_moved_stores_its_next_fire_and_fires_nothing_again(
+    daily: tuple[str, str], index_time: IndexTime
+) -> None:
+    app_id, schedule_id = daily
+    fire = T0.replace(hour=10)
+    _scan_at(fire, index_time)
+    clock.set_clock(clock.FixedClock(fire + timedelta(hours=2)))
+    resp = call_api("PATCH", f"/v1/schedules/{schedule_id}", key=_key_of(app_id), body={"name": "renamed"})
+    assert resp.status == 200, resp.body
+    assert resp.body["next_fire_time"].startswith("2026-12-03T10:00:00")
+    assert _row(app_id, schedule_id).next_fire_at == clock.to_ms(fire + timedelta(days=1))
+    _scan_at(fire + timedelta(hours=2, minutes=1), index_time)
+    assert list(_fires(schedule_id)) == [fire]  # nothing caught up or fired twice
+    _scan_at(fire + timedelta(days=1), index_time)
+    assert sorted(_fires(schedule_id)) == [fire, fire + timedelta(days=1)]
+
+
+def test_a_pause_and_resume_of_a_schedule_the_walk_moved_go_on_from_the_next_fire(
+    daily: tuple[str, str], index_time: IndexTime
+) -> None:
+    app_id, schedule_id = daily
+    fire = T0.replace(hour=10)
+    _scan_at(fire, index_time)
+    key = _key_of(app_id)
+    clock.set_clock(clock.FixedClock(fire + timedelta(hours=1)))
+    assert call_api("POST", f"/v1/schedules/{schedule_id}/pause", key=key).status == 200
+    resumed = call_api("POST", f"/v1/schedules/{schedule_id}/resume", key=key)
+    assert resumed.status == 200 and resumed.body["next_fire_time"].startswith("2026-12-03T10:00:00")
+    assert resumed.body["last_fire_time"].startswith("2026-12-02T10:00:00")
+    _scan_at(fire + timedelta(days=1), index_time)
+    assert sorted(_fires(schedule_id)) == [fire, fire + timedelta(days=1)]

@@ -84,7 +84,9 @@ def test_a_schedule_reads_back_as_it_was_written() -> None:
     for written in (full, one_time):
         schedule_data.put_new(written)
         read = stored(written)[0]
-        assert replace(read, due_slot=None) == written  # the slot is the data layer's
+        # the slot and the stored timing the compare-and-set checks are the data layer's
+        assert replace(read, due_slot=None, stored_next_fire_at=None) == written
+        assert read.stored_next_fire_at == written.next_fire_at
     assert stored(full)[0].due_slot is not None and stored(one_time)[0].due_slot is None
 
 

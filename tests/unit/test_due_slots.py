@@ -15,6 +15,7 @@ from edgecron.domain.due_slots import (
     Wheel,
     is_exact,
     met_at,
+    on_wheel,
     slot_of,
     wheel_of,
     window_ranges,
@@ -162,3 +163,10 @@ def test_the_key_ranges_of_the_wheels_never_meet() -> None:
     day = window_ranges(0, DAY_MS)[-1]
     hour = window_ranges(0, DAY_MS)[-2]
     assert day[1] < hour[0] and hour[1] < TICK_SLOT == 0
+
+
+def test_only_the_day_and_hour_wheels_are_passed_by_the_walk() -> None:
+    assert on_wheel(-300_000_000) and on_wheel(-200_000_000 + 5)
+    assert not on_wheel(TICK_SLOT)
+    assert not on_wheel(1_780_000_000_000)  # an exact time
+    assert not on_wheel(None)

@@ -49,3 +49,47 @@ def test_only_a_cron_schedule_creates_its_fires_under_an_overlap_policy() -> Non
     assert schedule(overlap_policy=None).fire_overlap is None
     assert schedule(overlap_policy=OverlapPolicy.ALLOW).fire_overlap is None
     assert schedule(cron=None, at=FIRE_AT, overlap_policy=OverlapPolicy.BUFFER_ONE).fire_overlap is None
+
+
+HOUR_MS = 3_600_000
+ON_THE_HOUR = FIRE_AT - FIRE_AT % HOUR_MS  # a fire time of "0 * * * *"
+
+
+def test_a_walk_past_stored_fire_times_moves_the_next_fire_to_the_first_after_it() -> None:
+    hourly = schedule(next_fire_at=ON_THE_HOUR, last_fire_at=ON_THE_HOUR - HOUR_MS)
+    walked = hourly.walked_past(ON_THE_HOUR + 3 * HOUR_MS + 70_000)
+    assert walked.next_fire_at == ON_THE_HOUR + 4 * HOUR_MS
+    assert walked.last_fire_at == ON_THE_HOUR + 3 * HOUR_MS  # the last fire the walk passed
+    assert hourly.walked_past(ON_THE_HOUR).next_fire_at == ON_THE_HOUR + HOUR_MS  # the stored one is done
+
+
+def test_a_stored_next_fire_the_walk_has_not_reached_stands() -> None:
+    """A resume or an edit stores a next fire after the walk: the walk has not passed it yet."""
+    hourly = schedule(next_fire_at=ON_THE_HOUR)
+    assert hourly.walked_past(ON_THE_HOUR - 1) == hourly
+
+
+def test_a_walk_moves_neither_a_paused_nor_a_one_time_schedule_nor_one_whose_window_ended() -> None:
+    assert (
+        schedule(next_fire_at=ON_THE_HOUR, status=ScheduleStatus.PAUSED)
+        .walked_past(ON_THE_HOUR + HOUR_MS)
+        .next_fire_at
+        == ON_THE_HOUR
+    )
+    one_time = schedule(cron=None, at=ON_THE_HOUR, next_fire_at=ON_THE_HOUR)
+    assert one_time.walked_past(ON_THE_HOUR + HOUR_MS) == one_time
+    ending = schedule(next_fire_at=ON_THE_HOUR, end_at=ON_THE_HOUR + HOUR_MS)
+    assert ending.walked_past(ON_THE_HOUR + 2 * HOUR_MS) == ending  # its dispatch records the end
+
+
+def test_a_walk_follows_the_time_zone_across_a_daylight_saving_change() -> None:
+    """09:00 in New York: 14:00 UTC on 2027-03-12, 13:00 UTC on 2027-03-15 (the change is on the 14th)."""
+    from datetime import UTC, datetime
+
+    def ms(*args: int) -> int:
+        return int(datetime(*args, tzinfo=UTC).timestamp() * 1000)
+
+    daily = schedule(cron="0 9 * * *", timezone="America/New_York", next_fire_at=ms(2027, 3, 12, 14))
+    walked = daily.walked_past(ms(2027, 3, 14, 20))
+    assert walked.next_fire_at == ms(2027, 3, 15, 13)
+    assert walked.last_fire_at == ms(2027, 3, 14, 13)

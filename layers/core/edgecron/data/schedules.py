@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
@@ -50,7 +50,19 @@ def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def to_entity(row: ScheduleModel) -> Schedule:
+def to_entity(row: ScheduleModel, walked_to: int | None = None) -> Schedule:
+    """The Schedule an item holds; with `walked_to` (how far the scan's due walk got), one on a day
+    or hour wheel has the next fire the walk left it (Schedule.walked_past), not the stored one."""
+    schedule = _stored(row)
+    return schedule.walked_past(walked_to) if walked_to is not None and _walked(row) else schedule
+
+
+def _walked(row: ScheduleModel) -> bool:
+    """Whether the due walk, not a write, moves the schedule past its fires (see advance)."""
+    return due_slots.on_wheel(_opt_int(row.due_slot)) and row.next_fire_at is not None
+
+
+def _stored(row: ScheduleModel) -> Schedule:
     return Schedule(
         app_id=row.app_id,
         schedule_id=row.schedule_id,
@@ -79,6 +91,7 @@ def to_entity(row: ScheduleModel) -> Schedule:
         last_fire_at=_opt_int(row.last_fire_at),
         version=int(row.version or 0),
         due_slot=_opt_int(row.due_slot),
+        stored_next_fire_at=_opt_int(row.next_fire_at),
     )
 
 
@@ -138,16 +151,30 @@ def _update(schedule: Schedule, actions: list[Any], condition: Any) -> Schedule 
     return to_entity(item) if update_if(item, actions, condition) else None
 
 
-def get(app_id: str, schedule_id: str, *, consistent: bool = False) -> Schedule | None:
+def get(
+    app_id: str,
+    schedule_id: str,
+    *,
+    consistent: bool = False,
+    walked_to: int | None = None,
+    timing: bool = True,
+) -> Schedule | None:
+    """The Schedule, with the next fire the due walk left it: how far the walk got is `walked_to`
+    if the caller knows it (the scan), else read. A caller that reads only its status, settings and
+    counters passes `timing=False` and gets next_fire_at and last_fire_at as stored (for a schedule
+    on a wheel, no later than the real ones)."""
     try:
-        return to_entity(M.get(app_id, schedule_id, consistent_read=consistent))
+        row = M.get(app_id, schedule_id, consistent_read=consistent)
     except DoesNotExist:
         return None
+    if walked_to is None and timing and _walked(row):
+        walked_to = due_mark().mark
+    return to_entity(row, walked_to)
 
 
-def reload(schedule: Schedule) -> Schedule | None:
+def reload(schedule: Schedule, *, walked_to: int | None = None) -> Schedule | None:
     """The schedule read again, strongly consistent; None if it was deleted."""
-    return get(schedule.app_id, schedule.schedule_id, consistent=True)
+    return get(schedule.app_id, schedule.schedule_id, consistent=True, walked_to=walked_to)
 
 
 def put_new(schedule: Schedule) -> None:
@@ -166,7 +193,8 @@ def delete(schedule: Schedule) -> None:
 
 def list_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[Schedule]:
     page = query_page(M, app_id, limit, cursor, newest_first=True)
-    return Page([to_entity(row) for row in page.items], page.last_key)
+    walked_to = due_mark().mark if any(_walked(row) for row in page.items) else None
+    return Page([to_entity(row, walked_to) for row in page.items], page.last_key)
 
 
 @dataclass(frozen=True)
@@ -187,18 +215,21 @@ class Due:
 _EXACT_FIRST = 2**53  # exact keys sort before every wheel position
 
 
-def due(shard: str, from_ms: int, until_ms: int) -> Iterator[Due]:
+def due(shard: str, from_ms: int, until_ms: int, *, walked_to: int | None = None) -> Iterator[Due]:
     """The schedules of `shard` due by `until_ms`: every one whose entry is exact (lagging ones too)
     or read at every tick, then those on a wheel whose slot the window (`from_ms`, `until_ms`] passes
-    (`from_ms`: how far the last tick got), in the order the window meets them."""
+    (`from_ms`: how far the last tick got, `walked_to` if it recorded that), in the order the window
+    meets them. A wheel schedule's next fire is the one the walk left it (to_entity)."""
     walks = [
-        _due_entries(shard, lo, hi, from_ms, until_ms)
+        _due_entries(shard, lo, hi, from_ms, until_ms, walked_to)
         for lo, hi in due_slots.window_ranges(from_ms, until_ms)
     ]
     yield from heapq.merge(*walks, key=lambda found: found.order)
 
 
-def _due_entries(shard: str, lo: int, hi: int, from_ms: int, until_ms: int) -> Iterator[Due]:
+def _due_entries(
+    shard: str, lo: int, hi: int, from_ms: int, until_ms: int, walked_to: int | None
+) -> Iterator[Due]:
     """The schedules behind the `due_slots` entries of `shard` with a slot in [lo, hi], due by
     `until_ms`. The index holds keys only, so the schedules are read with consistent batch gets; an
     entry whose schedule is gone, left the index or is not due yet is left out."""
@@ -209,7 +240,7 @@ def _due_entries(shard: str, lo: int, hi: int, from_ms: int, until_ms: int) -> I
         lambda s: (s.app_id, s.schedule_id),
         lambda s: s.due_shard is not None and s.next_fire_at is not None and s.next_fire_at <= until_ms,
     ):
-        schedule = to_entity(row)
+        schedule = to_entity(row, walked_to)
         yield Due(schedule, due_slots.met_at(int(schedule.due_slot or 0), from_ms))
 
 
@@ -278,6 +309,13 @@ def save_backfill(start: dict[str, Any] | None, now_ms: int) -> None:
         row.update([DueMarkModel.backfill_from.set(start)])
 
 
+def _timing_is(schedule: Schedule, expected_ms: int) -> Any:
+    """The condition that the stored next fire time is still the one read: for a schedule the due
+    walk moves, the stored one (which lags), else the fire time the caller moves it from."""
+    stored = schedule.stored_next_fire_at
+    return M.next_fire_at == (stored if stored is not None else expected_ms)
+
+
 def advance(
     schedule: Schedule,
     expected_ms: int,
@@ -285,9 +323,15 @@ def advance(
     now_ms: int,
     *,
     extra: list[Any] | None = None,
+    walked: bool = False,
 ) -> Schedule | None:
     """CAS `next_fire_at` from the fire just dispatched to the next one; a concurrent scan, catch-up
-    or user edit that moved it first wins and this call changes nothing."""
+    or user edit that moved it first wins and this call changes nothing.
+
+    `walked`: the scan's due walk dispatched the fire and will record that it passed it. A schedule
+    whose entry stays on its day or hour wheel slot is then not written at all: its stored next fire
+    time lags, and a read takes the next fire from how far the walk got (to_entity). The returned
+    copy shows the move."""
     actions: list[Any] = [
         M.updated_at.set(now_ms),
         M.last_fire_at.set(expected_ms),
@@ -297,11 +341,34 @@ def advance(
     if next_ms is None:
         actions += [M.next_fire_at.remove(), *_out_of_index(), *_end_if_windowed(schedule)]
     else:
-        actions += [M.next_fire_at.set(next_ms), *_slot_moves(schedule, next_ms, now_ms)]
+        moves = _slot_moves(schedule, next_ms, now_ms)
+        if walked and not moves and not extra and due_slots.on_wheel(schedule.due_slot):
+            return replace(schedule, next_fire_at=next_ms, last_fire_at=expected_ms)
+        actions += [M.next_fire_at.set(next_ms), *moves]
     return _update(
         schedule,
         actions,
-        (M.next_fire_at == expected_ms) & (M.status == ScheduleStatus.ACTIVE) & _slot_is(schedule.due_slot),
+        _timing_is(schedule, expected_ms) & (M.status == ScheduleStatus.ACTIVE) & _slot_is(schedule.due_slot),
+    )
+
+
+def owe(schedule: Schedule, fire_at_ms: int, now_ms: int) -> bool:
+    """Record that the schedule still owes the fire at `fire_at_ms` (its dispatch failed): its entry
+    leaves its wheel for the exact key of that time, which every tick reads until a dispatch moves
+    it on, so the due walk may pass its wheel slot without losing the fire. False if another writer
+    moved it first (that write put it where it belongs)."""
+    return update_if(
+        _key(schedule),
+        [
+            M.next_fire_at.set(fire_at_ms),
+            M.due_slot.set(fire_at_ms),
+            M.updated_at.set(now_ms),
+            M.version.add(1),
+        ],
+        _timing_is(schedule, fire_at_ms)
+        & (M.status == ScheduleStatus.ACTIVE)
+        & _slot_is(schedule.due_slot)
+        & M.due_shard.exists(),
     )
 
 
@@ -444,5 +511,5 @@ def catch_up_move(
     return _update(
         schedule,
         actions,
-        (M.next_fire_at == expected_ms) & (M.status == ScheduleStatus.ACTIVE) & _slot_is(schedule.due_slot),
+        _timing_is(schedule, expected_ms) & (M.status == ScheduleStatus.ACTIVE) & _slot_is(schedule.due_slot),
     )

@@ -80,6 +80,11 @@ def is_exact(slot: int) -> bool:
     return slot > TICK_SLOT
 
 
+def on_wheel(slot: int | None) -> bool:
+    """A day or hour wheel position: the scan's window passes it, and with it the schedule's fires."""
+    return slot is not None and slot < TICK_SLOT
+
+
 def window_ranges(from_ms: int, until_ms: int) -> list[tuple[int, int]]:
     """The key ranges (inclusive) a tick reads for fire times in (`from_ms`, `until_ms`]: the tick key
     and every exact key up to `until_ms` (the lagging ones too), then the positions of each wheel the

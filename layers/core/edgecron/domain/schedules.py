@@ -5,12 +5,14 @@ index attributes that put it in the scan's due index to itself."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from edgecron import clock
 from edgecron.domain import cron as cron_rules
 from edgecron.domain.vocabulary import MissedPolicy, OverlapPolicy, ScheduleStatus
+
+MAX_WALKED_FIRES = 2_000  # fires counted to find the last one a walk passed (an hourly one: 83 days)
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,9 @@ class Schedule:
     last_fire_at: int | None = None  # the latest fire time dispatched
     version: int = 1  # moved by every write: the compare-and-set of user edits
     due_slot: int | None = None  # where the scan's due index holds it, as read (the data layer sets it)
+    # next_fire_at as stored, which a compare-and-set of the timing checks: for a schedule on a day
+    # or hour wheel it may lag the next fire (see walked_past); None for one not read from storage
+    stored_next_fire_at: int | None = None
 
     @property
     def is_active(self) -> bool:
@@ -75,6 +80,26 @@ class Schedule:
             return None
         nxt = cron_rules.next_fire(spec, clock.from_ms(after_ms))
         return self.within_window(clock.to_ms(nxt) if nxt else None)
+
+    def walked_past(self, walked_to_ms: int) -> Schedule:
+        """The schedule once the scan's due walk has passed `walked_to_ms`. A schedule whose due
+        entry stays on a wheel is not written when the scan dispatches a fire that leaves it there:
+        the walk passes a wheel slot only once the fires found there were dispatched, so every fire
+        time from the stored one up to `walked_to_ms` is done, and the next fire is the first after
+        it. A later stored next fire time (a resume, an edit) stands."""
+        stored = self.next_fire_at
+        if not self.is_active or self.cron is None or stored is None or stored > walked_to_ms:
+            return self
+        nxt = self.next_after(walked_to_ms)
+        if nxt is None:
+            return self  # its window ends: the scan's dispatch of the stored time records that
+        last = stored
+        for _ in range(MAX_WALKED_FIRES):
+            after = self.next_after(last)
+            if after is None or after > walked_to_ms:
+                break
+            last = after
+        return replace(self, next_fire_at=nxt, last_fire_at=max(last, self.last_fire_at or 0))
 
     @property
     def fire_overlap(self) -> OverlapPolicy | None:

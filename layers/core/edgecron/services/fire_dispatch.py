@@ -3,9 +3,11 @@
 ACTIVE at this fire time (a conditional put: the exactly-once anchor), (b) create its Task Runs
 (deterministic ids, conditional), read the schedule again and send them only if it is still
 ACTIVE and still fires at this time, (c) advance the schedule with a compare-and-set (last). Until
-(c) the schedule stays in the `due` index at this fire time, so a crash anywhere before it is
-re-driven by the next scan, which finds the same Fire and the same runs (a second message for a run
-is absorbed by the worker's claim). A pause or delete that returned before (a) leaves no Fire; one
+(c) the schedule stays due at this fire time, so a crash anywhere before it is re-driven by the next
+scan, which finds the same Fire and the same runs (a second message for a run is absorbed by the
+worker's claim). The scan's (c) for a schedule whose due entry stays on its day or hour wheel slot
+writes nothing: the due walk's mark, moved once the tick's fires are sent, is its advance
+(schedule_data.advance). A pause or delete that returned before (a) leaves no Fire; one
 that returned before the re-read in (b) leaves its runs cancelled (the pause cancels the runs that
 exist by then, writing those not yet created as cancelled; the re-read cancels the rest).
 
@@ -239,7 +241,7 @@ def _dispatch_listed(
     for endpoint_id, run_id in zip(fire.endpoint_ids, fire.run_ids, strict=True):
         put_fire_run(schedule, fire_at_ms, endpoint_id, wake_at, now_ms, due_ms=due_ms, settles_fire=alone)
         messages.append(DeliveryMessage(run_id, schedule.app_id, due_ms=due_ms))
-    current = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True)
+    current = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True, timing=False)
     if (
         current is None
         or not current.is_active
@@ -266,7 +268,8 @@ def send_fire_runs(messages: list[DeliveryMessage]) -> None:
 
 def _edited_away(current: Schedule, fire_at_ms: int, now_ms: int) -> bool:
     """A timing edit that landed during this dispatch and no longer fires at this (future) time: the
-    edit cancels the Fires it finds, and this one may have been written after it looked."""
+    edit cancels the Fires it finds, and this one may have been written after it looked. `current`
+    is read with its stored timing: a wheel schedule's may lag, so the cron expression decides."""
     if current.next_fire_at == fire_at_ms or fire_at_ms <= now_ms:
         return False
     if current.cron is None:

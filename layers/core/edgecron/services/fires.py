@@ -42,7 +42,7 @@ def run_settled(run: TaskRun, status: str, now_ms: int) -> None:
     if final is not None:  # the Fire's only run: its status is the Fire's, no read needed
         schedule = None
         if stays_unwritten(run, final):
-            schedule = schedule_data.get(run.app_id, run.source_id)
+            schedule = schedule_data.get(run.app_id, run.source_id, timing=False)
             if schedule is not None and schedule.cron is not None and not schedule.consecutive_failures:
                 return  # nothing to count and nothing to finish: the Fire reads as its run
         error = run.last_error if status in (st.FAILED, st.DEAD_LETTER) else None
@@ -69,7 +69,7 @@ def schedule_stopped(run: TaskRun) -> bool:
     made. First attempts need no read: pause and delete cancel those while they wait."""
     if run.source != "schedule" or run.source_id is None or int(run.total_attempts) <= 1:
         return False
-    schedule = schedule_data.get(run.app_id, run.source_id, consistent=True)
+    schedule = schedule_data.get(run.app_id, run.source_id, consistent=True, timing=False)
     return schedule is None or schedule.status != ScheduleStatus.ACTIVE
 
 
@@ -188,7 +188,7 @@ def after_settle(
     """Count a settled Fire toward the schedule's consecutive failures (once per Fire); `schedule`
     is a copy the caller has just read."""
     if schedule is None:
-        schedule = schedule_data.get(fire.app_id, fire.schedule_id)
+        schedule = schedule_data.get(fire.app_id, fire.schedule_id, timing=False)
     if schedule is None:
         return
     failed = final == fire_data.FAILED

@@ -48,11 +48,14 @@ class ScheduleScanReport:
     item_failures: int = 0
     stopped_early: bool = False
     held_from: int | None = None  # the earliest wheel slot (met at) or fire time of a schedule that failed
+    owed_unrecorded: bool = False  # a failed wheel schedule's owed fire could not be recorded on it
 
-    def hold(self, at_ms: int | None) -> None:
-        """Keep the due walk's mark before `at_ms`, so the next tick meets the failed schedule again."""
+    def hold(self, at_ms: int | None, *, unrecorded: bool = False) -> None:
+        """Keep the due walk's mark before `at_ms`, so the next tick meets the failed schedule again;
+        `unrecorded`: for as long as it takes (the schedule does not record the fire it owes)."""
         if at_ms is not None and (self.held_from is None or at_ms < self.held_from):
             self.held_from = at_ms
+        self.owed_unrecorded = self.owed_unrecorded or (unrecorded and at_ms is not None)
 
 
 def dispatch_schedules(
@@ -81,30 +84,32 @@ class FireOutbox:
     then advances each schedule past its fire (step (c)). So, as in fire_dispatch.dispatch_due, no
     schedule moves past a fire before its runs are sent: a crash before the flush leaves the
     schedules at their fire times, and the next tick dispatches them again (the Fires and runs
-    exist; a second message is absorbed by the worker's claim)."""
+    exist; a second message is absorbed by the worker's claim). A schedule whose entry stays on its
+    wheel slot is advanced by the walk itself: its mark passes the slot only after the flush, and a
+    crash leaves the mark before it."""
 
     SIZE = 10  # the messages of one SendMessageBatch
 
-    def __init__(self, now: datetime, report: ScheduleScanReport) -> None:
+    def __init__(self, now: datetime, report: ScheduleScanReport, *, walked: bool = False) -> None:
         self._now_ms = clock.to_ms(now)
         self._report = report
+        # the due walk records how far it got: an advance that leaves a wheel slot in place is not
+        # written (schedule_data.advance)
+        self._walked = walked
         self._messages: list[DeliveryMessage] = []
         # schedule id → (its copy, the fire time, the next fire time its advance moves it to)
         self._pending: dict[str, tuple[Schedule, int, int | None]] = {}
         self._advanced: dict[str, Schedule | None] = {}
 
-    def dispatch(self, schedule: Schedule, *, fresh: bool) -> Schedule | None:
+    def dispatch(self, schedule: Schedule) -> Schedule | None:
         """Steps (a)-(b) for the schedule's next fire: the schedule as its advance will leave it, or
-        None when it no longer fires then (paused, deleted, or moved on by another writer). A copy
-        that is not `fresh` (one an advance returned) is read again first."""
+        None when it no longer fires then (paused, deleted, or moved on by another writer). The copy
+        is one this tick read strongly consistent (the due walk's batch read) or wrote (a catch-up,
+        an advance): step (a) needs no read of its own. A pause that lands after it was read is
+        seen by step (b)'s re-read, which cancels the runs."""
         fire_at = schedule.next_fire_at
-        if fire_at is None:
+        if fire_at is None or not schedule.fires_next_at(fire_at):
             return None
-        if not fresh:
-            read = schedule_data.reload(schedule)
-            if read is None or not read.fires_next_at(fire_at):
-                return None
-            schedule = read
         next_ms = schedule.next_after(fire_at)  # before any write: a timing that fails fires nothing
         if fire_dispatch.dispatch_fire(schedule, fire_at, self._now_ms, outbox=self._messages).refused:
             return None
@@ -126,12 +131,13 @@ class FireOutbox:
         pending, self._pending = self._pending, {}
         if messages:
             fire_dispatch.send_fire_runs(messages)
+        walked = self._walked
         for schedule_id, (schedule, fire_at, next_ms) in pending.items():
             try:
-                advanced = schedule_data.advance(schedule, fire_at, next_ms, self._now_ms)
+                advanced = schedule_data.advance(schedule, fire_at, next_ms, self._now_ms, walked=walked)
             except Exception:  # one broken schedule must not stop the others
                 self._report.item_failures += 1
-                self._report.hold(fire_at)
+                owe(schedule, fire_at, self._now_ms, self._report, held_at=fire_at)
                 item_failed("schedule", schedule_id)
                 advanced = None
             if advanced is not None:
@@ -154,16 +160,21 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
     start = first_shard(now_ms, shards)
     mark = schedule_data.due_mark()
     from_ms = mark.mark if mark.mark is not None else now_ms - due_slots.DAY_MS
+    walked_to = mark.mark if mark.backfilled else None
     incoming = heapq.merge(
-        *(schedule_data.due(str((start + i) % shards), from_ms, horizon) for i in range(shards)),
+        *(
+            schedule_data.due(str((start + i) % shards), from_ms, horizon, walked_to=walked_to)
+            for i in range(shards)
+        ),
         key=lambda found: found.order,
     )
     taken: list[tuple[int, int, str, Iterator[Schedule]]] = []  # by the next fire time to dispatch
     # the wheel schedules taken and not done yet, by when the window met their slot: the next tick
     # must meet them again if this one stops before they are done
     met: dict[str, int] = {}
+    copies: dict[str, Schedule] = {}  # each schedule taken, as its last step left it
     seq = 0
-    outbox = FireOutbox(now, report)
+    outbox = FireOutbox(now, report, walked=walked_to is not None)
     stopped = False
     upcoming: schedule_data.Due | None = None
     try:
@@ -176,6 +187,7 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
                 schedule_id = first.schedule.schedule_id
                 if first.met_at is not None:
                     met[schedule_id] = first.met_at
+                copies[schedule_id] = first.schedule
                 report.due_schedules += 1
                 steps = process_steps(first.schedule, now, horizon, report, outbox)
             else:
@@ -186,19 +198,27 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
                 schedule = next(steps)
             except StopIteration:
                 met.pop(schedule_id, None)
+                copies.pop(schedule_id, None)
                 yield
                 continue
             except Exception:  # one broken schedule must not stop the others
                 report.item_failures += 1
-                report.hold(met.pop(schedule_id, None))
+                failed = copies.pop(schedule_id, None)
+                held_at = met.pop(schedule_id, None)
+                if failed is None:
+                    report.hold(held_at)
+                else:
+                    owe(failed, failed.next_fire_at, now_ms, report, held_at=held_at)
                 item_failed("schedule", schedule_id)
                 yield
                 continue
             if schedule.next_fire_at is not None and schedule.next_fire_at <= horizon:
                 seq += 1
+                copies[schedule_id] = schedule
                 heapq.heappush(taken, (schedule.next_fire_at, seq, schedule_id, steps))
             else:
                 met.pop(schedule_id, None)
+                copies.pop(schedule_id, None)
             if outbox.full:
                 outbox.flush()
             yield
@@ -235,18 +255,42 @@ def _reached(
     return min([*left, *met.values(), horizon_ms + 1]) - 1 - STOP_MARGIN_MS
 
 
+def owe(
+    schedule: Schedule,
+    fire_at_ms: int | None,
+    now_ms: int,
+    report: ScheduleScanReport,
+    *,
+    held_at: int | None,
+) -> None:
+    """A schedule failed at its fire at `fire_at_ms`. One on a wheel (`held_at`: when the walk met
+    its slot) holds the walk's mark before its slot, so the next tick meets it again; and the walk
+    takes a schedule it passed as done with the fires there, so the fire it owes is recorded on it
+    (its entry moves to that exact time, which every tick reads). If that write fails too, the hold
+    lasts until one succeeds."""
+    if held_at is None or fire_at_ms is None or not due_slots.on_wheel(schedule.due_slot):
+        report.hold(held_at)  # an exact or every-tick entry: every tick reads it again anyway
+        return
+    recorded = False
+    try:
+        recorded = schedule_data.owe(schedule, fire_at_ms, now_ms)
+    except Exception:
+        logger.warning("a failed schedule's owed fire was not recorded", extra={"fire_at": fire_at_ms})
+    report.hold(held_at, unrecorded=not recorded)
+
+
 MAX_HOLD_MS = 10 * 60_000  # a schedule that keeps failing holds the due walk's window no longer
 
 
 def _move_mark(report: ScheduleScanReport, reached_ms: int, now_ms: int) -> None:
     """Every wheel slot up to `reached_ms` was met and its schedules dispatched: the next tick reads
     from here. A schedule that failed holds the mark before its slot, so the next tick meets it again;
-    after MAX_HOLD_MS it no longer does, and the schedule lags until its slot comes round again, when
-    it is caught up (its missed-fire policy)."""
+    after MAX_HOLD_MS it no longer does (it recorded the fire it owes: every tick reads it there),
+    unless that record failed too."""
     to_ms = reached_ms
     if report.held_from is not None:
         held = report.held_from - 1
-        if held < now_ms - MAX_HOLD_MS:
+        if held < now_ms - MAX_HOLD_MS and not report.owed_unrecorded:
             logger.warning(
                 "a failing schedule no longer holds the due walk", extra={"fire_at": report.held_from}
             )
@@ -310,18 +354,17 @@ def process_steps(
 
 
 def _outbox_steps(schedule: Schedule, horizon_ms: int, outbox: FireOutbox) -> Iterator[Schedule]:
-    """One fire per step through the outbox: the first from a fresh read of the schedule, each next
-    one from the copy the previous advance returned (as dispatch_due goes)."""
-    fresh = False
+    """One fire per step through the outbox: the first from the copy the due walk read (or the
+    catch-up wrote), each next one from the copy the previous advance returned."""
     while schedule.next_fire_at is not None and schedule.next_fire_at <= horizon_ms:
-        moving_to = outbox.dispatch(schedule, fresh=fresh)
+        moving_to = outbox.dispatch(schedule)
         if moving_to is None:
             return  # paused, deleted, or moved on by another writer: the next scan reads it again
         yield moving_to
         advanced = outbox.advanced(schedule.schedule_id)
         if advanced is None:
             return  # another writer moved it first
-        schedule, fresh = advanced, True
+        schedule = advanced
 
 
 def _catch_up_until(schedule: Schedule, cutoff: datetime) -> datetime:

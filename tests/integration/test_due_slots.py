@@ -16,7 +16,7 @@ from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, ScheduleModel
 from edgecron.domain import due_slots
 from edgecron.domain.vocabulary import ScheduleStatus
-from edgecron.services import fire_dispatch
+from edgecron.services import fire_dispatch, schedules_scan
 from edgecron_testing.aws_fidelity import IndexTime
 from edgecron_testing.harness import call_api, invoke
 from edgecron_testing.inprocess import due_walk_left_at
@@ -276,8 +276,6 @@ def test_the_backfill_goes_on_from_where_it_stopped_until_the_table_is_read() ->
 def test_a_tick_that_stops_early_moves_the_mark_only_as_far_as_it_got(index_time: IndexTime) -> None:
     """The walk meets the wheel slots in order, so a tick whose time runs out says how far it got;
     the next tick goes on from there (a minute earlier) instead of reading the whole window again."""
-    from edgecron.services import schedules_scan
-
     clock.set_clock(clock.FixedClock(T0))
     _, key = new_app("slots-stop")
     ids = [_create(key, cron=f"{second} 0 10 * * *") for second in (0, 20, 40)]
@@ -353,3 +351,37 @@ def test_a_pause_and_resume_of_a_schedule_the_walk_moved_go_on_from_the_next_fir
     assert resumed.body["last_fire_time"].startswith("2026-12-02T10:00:00")
     _scan_at(fire + timedelta(days=1), index_time)
     assert sorted(_fires(schedule_id)) == [fire, fire + timedelta(days=1)]
+
+
+@pytest.mark.parametrize("steps", [1, 20])
+def test_a_tick_that_stops_early_leaves_the_mark_before_the_next_fire_of_an_every_tick_schedule(
+    index_time: IndexTime, monkeypatch: pytest.MonkeyPatch, steps: int
+) -> None:
+    """An every-second schedule is not written at its fires either: the next tick goes on from where
+    this one stopped, with no fire skipped, although a later wheel slot was already in sight. After
+    one step it has just left the exact key of its create for the every-tick one."""
+    monkeypatch.setattr(schedules_scan, "STOP_MARGIN_MS", 0)
+    clock.set_clock(clock.FixedClock(T0 - timedelta(minutes=10)))
+    app_id, key = new_app("slots-tick-stop")
+    daily = _create(key, cron="0 1 9 * * *")  # 09:01:00, on the day wheel
+    clock.set_clock(clock.FixedClock(T0))
+    every_second = _create(key, cron="* * * * * *")  # the create dispatches its first seconds
+    # its next fire is within the look-ahead of the create: the exact key, until the walk advances it
+    assert due_slots.is_exact(int(_row(app_id, every_second).due_slot))
+    due_walk_left_at(clock.to_ms(T0))
+    index_time.settle()
+    now = T0 + timedelta(seconds=5)
+    clock.set_clock(clock.FixedClock(now))
+    work = schedules_scan.schedule_work(now, schedules_scan.ScheduleScanReport())
+    for _ in range(steps):
+        next(work)
+    work.close()
+    last = max(_fires(every_second))
+    assert last < T0 + timedelta(seconds=40) and not _fires(daily)
+    assert schedule_data.due_mark().mark == clock.to_ms(last + timedelta(seconds=1)) - 1
+    _scan_at(now + timedelta(seconds=5), index_time)
+    fired = sorted(_fires(every_second))
+    assert fired == [T0 + timedelta(seconds=s) for s in range(1, len(fired) + 1)]  # none skipped
+    assert fired[-1] == now + timedelta(seconds=5) + timedelta(milliseconds=fire_dispatch.lookahead_ms())
+    assert T0 + timedelta(minutes=1) in _fires(daily)
+    assert _row(app_id, every_second).due_slot == due_slots.TICK_SLOT

@@ -15,8 +15,8 @@ from edgecron.domain.due_slots import (
     Wheel,
     is_exact,
     met_at,
-    on_wheel,
     slot_of,
+    walk_moves,
     wheel_of,
     window_ranges,
 )
@@ -84,7 +84,17 @@ def test_a_fire_within_the_look_ahead_of_its_write_keeps_its_exact_time() -> Non
     soon = written + LOOKAHEAD
     assert slot_of(Wheel.DAY, soon, written, LOOKAHEAD) == soon
     assert not is_exact(slot_of(Wheel.DAY, soon + 1, written, LOOKAHEAD))
-    assert slot_of(Wheel.TICK, written + 1_000, written, LOOKAHEAD) == TICK_SLOT
+    assert (
+        slot_of(Wheel.TICK, written + 1_000, written, LOOKAHEAD) == written + 1_000
+    )  # an every-tick one too
+    assert slot_of(Wheel.TICK, soon + 1, written, LOOKAHEAD) == TICK_SLOT
+
+
+def test_the_walks_own_advance_puts_an_every_tick_schedule_on_its_key_at_once() -> None:
+    """The walk goes on from where it dispatched, so the next fire a second later needs no exact key."""
+    written = _ms(2026, 12, 4, 12, 0, 0)
+    assert slot_of(Wheel.TICK, written + 1_000, written, LOOKAHEAD, walking=True) == TICK_SLOT
+    assert slot_of(Wheel.DAY, written + 1_000, written, LOOKAHEAD, walking=True) == written + 1_000
 
 
 def test_an_every_tick_schedule_more_than_a_day_from_its_next_fire_keeps_the_exact_time() -> None:
@@ -93,6 +103,7 @@ def test_an_every_tick_schedule_more_than_a_day_from_its_next_fire_keeps_the_exa
     written = _ms(2026, 12, 4, 12, 0, 0)
     assert slot_of(Wheel.TICK, written + DAY_MS, written, LOOKAHEAD) == TICK_SLOT
     assert slot_of(Wheel.TICK, written + DAY_MS + 1, written, LOOKAHEAD) == written + DAY_MS + 1
+    assert slot_of(Wheel.TICK, written + DAY_MS + 1, written, LOOKAHEAD, walking=True) == written + DAY_MS + 1
     assert wheel_of(parse_cron("*/5 * * * MON")) == Wheel.TICK
 
 
@@ -165,8 +176,7 @@ def test_the_key_ranges_of_the_wheels_never_meet() -> None:
     assert day[1] < hour[0] and hour[1] < TICK_SLOT == 0
 
 
-def test_only_the_day_and_hour_wheels_are_passed_by_the_walk() -> None:
-    assert on_wheel(-300_000_000) and on_wheel(-200_000_000 + 5)
-    assert not on_wheel(TICK_SLOT)
-    assert not on_wheel(1_780_000_000_000)  # an exact time
-    assert not on_wheel(None)
+def test_the_walk_moves_schedules_on_the_wheels_and_the_every_tick_key_but_not_exact_ones() -> None:
+    assert walk_moves(-300_000_000) and walk_moves(-200_000_000 + 5) and walk_moves(TICK_SLOT)
+    assert not walk_moves(1_780_000_000_000)  # an exact time
+    assert not walk_moves(None)

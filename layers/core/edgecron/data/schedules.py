@@ -33,11 +33,12 @@ def shard_for(schedule_id: str) -> str:
 CLOCK_MARGIN_MS = 10_000  # how far apart the clocks of two Lambda invocations may be
 
 
-def _slot(schedule: Schedule, next_fire_ms: int, written_ms: int) -> int:
-    """The due slot of `schedule` with its next fire at `next_fire_ms`, written at `written_ms`."""
+def _slot(schedule: Schedule, next_fire_ms: int, written_ms: int, *, walking: bool = False) -> int:
+    """The due slot of `schedule` with its next fire at `next_fire_ms`, written at `written_ms`
+    (`walking`: by the scan's due walk, which goes on from there)."""
     settled_ms = get_settings().lookahead_sec * 1000 + CLOCK_MARGIN_MS
     wheel = due_slots.wheel_of(schedule.spec())
-    return due_slots.slot_of(wheel, next_fire_ms, written_ms, settled_ms)
+    return due_slots.slot_of(wheel, next_fire_ms, written_ms, settled_ms, walking=walking)
 
 
 def _slot_is(slot: int | None) -> Any:
@@ -59,7 +60,7 @@ def to_entity(row: ScheduleModel, walked_to: int | None = None) -> Schedule:
 
 def _walked(row: ScheduleModel) -> bool:
     """Whether the due walk, not a write, moves the schedule past its fires (see advance)."""
-    return due_slots.on_wheel(_opt_int(row.due_slot)) and row.next_fire_at is not None
+    return due_slots.walk_moves(_opt_int(row.due_slot)) and row.next_fire_at is not None
 
 
 def _stored(row: ScheduleModel) -> Schedule:
@@ -341,8 +342,8 @@ def advance(
     if next_ms is None:
         actions += [M.next_fire_at.remove(), *_out_of_index(), *_end_if_windowed(schedule)]
     else:
-        moves = _slot_moves(schedule, next_ms, now_ms)
-        if walked and not moves and not extra and due_slots.on_wheel(schedule.due_slot):
+        moves = _slot_moves(schedule, next_ms, now_ms, walking=walked)
+        if walked and not moves and not extra and due_slots.walk_moves(schedule.due_slot):
             return replace(schedule, next_fire_at=next_ms, last_fire_at=expected_ms)
         actions += [M.next_fire_at.set(next_ms), *moves]
     return _update(
@@ -376,10 +377,10 @@ def _out_of_index() -> list[Any]:
     return [M.due_shard.remove(), M.due_slot.remove()]
 
 
-def _slot_moves(schedule: Schedule, next_ms: int, now_ms: int) -> list[Any]:
+def _slot_moves(schedule: Schedule, next_ms: int, now_ms: int, *, walking: bool = False) -> list[Any]:
     """The write of the slot that goes with a next fire at `next_ms`; none when the stored one (as
     read, which the write's condition checks) is that slot already: the index entry stays still."""
-    slot = _slot(schedule, next_ms, now_ms)
+    slot = _slot(schedule, next_ms, now_ms, walking=walking)
     return [] if slot == schedule.due_slot else [M.due_slot.set(slot)]
 
 

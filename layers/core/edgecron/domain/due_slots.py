@@ -60,17 +60,24 @@ def wheel_of(spec: cron_rules.CronSpec | None) -> Wheel:
     return Wheel.EXACT
 
 
-def slot_of(wheel: Wheel, next_fire_ms: int, written_ms: int, settled_ms: int) -> int:
+def slot_of(
+    wheel: Wheel, next_fire_ms: int, written_ms: int, settled_ms: int, *, walking: bool = False
+) -> int:
     """The key of a schedule whose next fire is `next_fire_ms`, written at `written_ms`.
 
     A day or hour wheel position is read once the scan's window passes it, and that window starts
     where the last tick got, which may already lie up to `settled_ms` (the
     look-ahead, and a margin for clocks) after the write. A next fire that close keeps the exact key
     for that one fire: every tick reads exact keys up to its horizon. The scan's advance puts it on
-    the wheel. An every-tick schedule whose next fire is more than a day away (a far start_at, a
-    week's gap) keeps the exact key until then, rather than being read at every tick meanwhile."""
+    the wheel. The every-tick key is read by every tick, but the walk takes a schedule there as
+    done with every fire up to where the last tick got, so a write outside the walk (`walking`: the
+    scan's own advance, which the walk goes on from) keeps the exact key for a fire that close too.
+    An every-tick schedule whose next fire is more than a day away (a far start_at, a week's gap)
+    keeps the exact key until then, rather than being read at every tick meanwhile."""
     if wheel == Wheel.TICK:
-        return TICK_SLOT if next_fire_ms <= written_ms + DAY_MS else next_fire_ms
+        if next_fire_ms > written_ms + DAY_MS or (next_fire_ms <= written_ms + settled_ms and not walking):
+            return next_fire_ms
+        return TICK_SLOT
     if wheel == Wheel.EXACT or next_fire_ms <= written_ms + settled_ms:
         return next_fire_ms
     return _BASE[wheel] + next_fire_ms % _PERIOD[wheel]
@@ -80,9 +87,11 @@ def is_exact(slot: int) -> bool:
     return slot > TICK_SLOT
 
 
-def on_wheel(slot: int | None) -> bool:
-    """A day or hour wheel position: the scan's window passes it, and with it the schedule's fires."""
-    return slot is not None and slot < TICK_SLOT
+def walk_moves(slot: int | None) -> bool:
+    """Whether the scan's due walk, rather than a write, moves a schedule with this entry past its
+    fires: a day or hour wheel position, which the walk's window passes, or the every-tick key,
+    which every tick reads. Never an exact time: that entry moves with each fire."""
+    return slot is not None and slot <= TICK_SLOT
 
 
 def window_ranges(from_ms: int, until_ms: int) -> list[tuple[int, int]]:

@@ -12,8 +12,6 @@ from edgecron import clock
 from edgecron.domain import cron as cron_rules
 from edgecron.domain.vocabulary import MissedPolicy, OverlapPolicy, ScheduleStatus
 
-MAX_WALKED_FIRES = 2_000  # fires counted to find the last one a walk passed (an hourly one: 83 days)
-
 
 @dataclass(frozen=True)
 class Schedule:
@@ -83,23 +81,20 @@ class Schedule:
 
     def walked_past(self, walked_to_ms: int) -> Schedule:
         """The schedule once the scan's due walk has passed `walked_to_ms`. A schedule whose due
-        entry stays on a wheel is not written when the scan dispatches a fire that leaves it there:
-        the walk passes a wheel slot only once the fires found there were dispatched, so every fire
-        time from the stored one up to `walked_to_ms` is done, and the next fire is the first after
-        it. A later stored next fire time (a resume, an edit) stands."""
+        entry stays on a wheel slot or on the every-tick key is not written when the scan dispatches
+        a fire that leaves it there: the walk passes a fire time only once the fires found up to it
+        were dispatched, so every fire time from the stored one up to `walked_to_ms` is done, and the
+        next fire is the first after it. A later stored next fire time (a resume, an edit) stands."""
         stored = self.next_fire_at
-        if not self.is_active or self.cron is None or stored is None or stored > walked_to_ms:
+        spec = self.spec()
+        if not self.is_active or spec is None or stored is None or stored > walked_to_ms:
             return self
         nxt = self.next_after(walked_to_ms)
         if nxt is None:
             return self  # its window ends: the scan's dispatch of the stored time records that
-        last = stored
-        for _ in range(MAX_WALKED_FIRES):
-            after = self.next_after(last)
-            if after is None or after > walked_to_ms:
-                break
-            last = after
-        return replace(self, next_fire_at=nxt, last_fire_at=max(last, self.last_fire_at or 0))
+        passed = cron_rules.prev_fire(spec, clock.from_ms(walked_to_ms + 1))
+        last = max(stored, self.last_fire_at or 0, clock.to_ms(passed) if passed is not None else 0)
+        return replace(self, next_fire_at=nxt, last_fire_at=last)
 
     @property
     def fire_overlap(self) -> OverlapPolicy | None:

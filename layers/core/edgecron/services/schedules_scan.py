@@ -169,10 +169,12 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
         key=lambda found: found.order,
     )
     taken: list[tuple[int, int, str, Iterator[Schedule]]] = []  # by the next fire time to dispatch
-    # the wheel schedules taken and not done yet, by when the window met their slot: the next tick
-    # must meet them again if this one stops before they are done
+    # the schedules the walk moves (schedule_data.advance) taken and not done yet, by the earliest
+    # time the walk has not finished for them: when the window met a wheel slot, an every-tick
+    # schedule's next fire. The next tick must read them again if this one stops before they are done
     met: dict[str, int] = {}
     copies: dict[str, Schedule] = {}  # each schedule taken, as its last step left it
+    ticking: set[str] = set()  # the every-tick schedules taken
     seq = 0
     outbox = FireOutbox(now, report, walked=walked_to is not None)
     stopped = False
@@ -187,6 +189,9 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
                 schedule_id = first.schedule.schedule_id
                 if first.met_at is not None:
                     met[schedule_id] = first.met_at
+                elif _every_tick(first.schedule):  # on its key, or on an exact one its advance leaves
+                    ticking.add(schedule_id)
+                    met[schedule_id] = int(first.schedule.next_fire_at or 0)
                 copies[schedule_id] = first.schedule
                 report.due_schedules += 1
                 steps = process_steps(first.schedule, now, horizon, report, outbox)
@@ -215,6 +220,8 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
             if schedule.next_fire_at is not None and schedule.next_fire_at <= horizon:
                 seq += 1
                 copies[schedule_id] = schedule
+                if schedule_id in ticking:
+                    met[schedule_id] = schedule.next_fire_at
                 heapq.heappush(taken, (schedule.next_fire_at, seq, schedule_id, steps))
             else:
                 met.pop(schedule_id, None)
@@ -237,6 +244,11 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
             count(DUE_SCHEDULES, report.due_schedules)
 
 
+def _every_tick(schedule: Schedule) -> bool:
+    """A schedule read at every tick, whose fires the walk passes as it dispatches them."""
+    return schedule.next_fire_at is not None and due_slots.wheel_of(schedule.spec()) == due_slots.Wheel.TICK
+
+
 STOP_MARGIN_MS = 60_000  # a tick that stopped early leaves this much more for the next to read again
 
 
@@ -244,9 +256,9 @@ def _reached(
     upcoming: schedule_data.Due | None, met: dict[str, int], horizon_ms: int, stopped: bool
 ) -> int | None:
     """How far a tick met every wheel slot and dispatched what it found there: its horizon if it
-    finished, else just before the first wheel slot it did not finish (the walk meets them in order),
-    less a margin; None if it stopped before the walk reached the wheels (exact and every-tick keys
-    come first)."""
+    finished, else just before the first wheel slot it did not finish (the walk meets them in order)
+    or the first fire of an every-tick schedule it did not dispatch, less a margin; None if it
+    stopped before the walk reached the wheels (exact and every-tick keys come first)."""
     if not stopped:
         return horizon_ms
     if upcoming is not None and upcoming.met_at is None:
@@ -268,7 +280,7 @@ def owe(
     takes a schedule it passed as done with the fires there, so the fire it owes is recorded on it
     (its entry moves to that exact time, which every tick reads). If that write fails too, the hold
     lasts until one succeeds."""
-    if held_at is None or fire_at_ms is None or not due_slots.on_wheel(schedule.due_slot):
+    if held_at is None or fire_at_ms is None or not due_slots.walk_moves(schedule.due_slot):
         report.hold(held_at)  # an exact or every-tick entry: every tick reads it again anyway
         return
     recorded = False

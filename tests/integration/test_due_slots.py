@@ -5,6 +5,8 @@ window for its slot. Schedules an earlier release wrote without a slot are given
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 
 from edgecron import clock
+from edgecron.config import get_settings
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, ScheduleModel
 from edgecron.domain import due_slots
@@ -63,6 +66,7 @@ def daily(index_time: IndexTime) -> tuple[str, str]:
     app_id, key = new_app("slots-daily")
     _KEYS[app_id] = key
     schedule_id = _create(key, cron="0 10 * * *")
+    due_walk_left_at(clock.to_ms(T0) - 60_000)  # a running stack, whatever ran before in this process
     _scan_at(T0, index_time)
     return app_id, schedule_id
 
@@ -385,3 +389,60 @@ def test_a_tick_that_stops_early_leaves_the_mark_before_the_next_fire_of_an_ever
     assert fired[-1] == now + timedelta(seconds=5) + timedelta(milliseconds=fire_dispatch.lookahead_ms())
     assert T0 + timedelta(minutes=1) in _fires(daily)
     assert _row(app_id, every_second).due_slot == due_slots.TICK_SLOT
+
+
+@pytest.fixture
+def walk_advances_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The stack deployed with DueWalkAdvances=false (before a rollback)."""
+    monkeypatch.setenv("DUE_WALK_ADVANCES", "false")
+    get_settings.cache_clear()
+    yield
+    monkeypatch.delenv("DUE_WALK_ADVANCES")
+    get_settings.cache_clear()
+
+
+def test_before_a_rollback_the_scan_stores_each_walked_next_fire_and_writes_every_advance(
+    daily: tuple[str, str], index_time: IndexTime, request: pytest.FixtureRequest
+) -> None:
+    """A release that reads only the stored next fire time would take a lagging one as missed fires."""
+    app_id, schedule_id = daily
+    fire = T0.replace(hour=10)
+    _scan_at(fire, index_time)
+    assert _row(app_id, schedule_id).next_fire_at == clock.to_ms(fire)  # the walk advanced it
+    request.getfixturevalue("walk_advances_off")
+    _scan_at(fire + timedelta(hours=1), index_time)
+    row = _row(app_id, schedule_id)
+    assert (row.next_fire_at, row.last_fire_at) == (clock.to_ms(fire + timedelta(days=1)), clock.to_ms(fire))
+    assert schedule_data.due_mark().timing_stored
+    _scan_at(fire + timedelta(days=1), index_time)  # its next fire: the advance is written
+    assert _row(app_id, schedule_id).next_fire_at == clock.to_ms(fire + timedelta(days=2))
+    assert sorted(_fires(schedule_id)) == [fire, fire + timedelta(days=1)]
+
+
+def test_with_the_walks_advances_back_on_the_record_of_stored_timing_is_dropped(
+    daily: tuple[str, str], index_time: IndexTime, walk_advances_off: None
+) -> None:
+    _scan_at(T0.replace(hour=10), index_time)
+    assert schedule_data.due_mark().timing_stored
+    os.environ.pop("DUE_WALK_ADVANCES")
+    get_settings.cache_clear()
+    _scan_at(T0.replace(hour=11), index_time)
+    assert not schedule_data.due_mark().timing_stored
+    os.environ["DUE_WALK_ADVANCES"] = "false"  # for the fixture to remove
+
+
+def test_a_wheel_schedule_stored_in_a_form_this_release_cannot_read_fails_alone(
+    daily: tuple[str, str], index_time: IndexTime
+) -> None:
+    """Its expression no longer parses: the walk cannot tell how far it got, and the schedule beside
+    it on the same slot still fires. It owes its fire at the exact time, like any failed one."""
+    app_id, broken_id = daily
+    good_id = _create(_key_of(app_id), cron="0 10 * * *")
+    first = T0.replace(hour=10)
+    _scan_at(first, index_time)  # both fire; the walk, not a write, moves them on
+    _row(app_id, broken_id).update(actions=[ScheduleModel.cron.set("x")])
+    fire = first + timedelta(days=1)
+    report = _scan_at(fire, index_time)
+    assert report["item_failures"] == 1
+    assert fire in _fires(good_id) and fire not in _fires(broken_id)
+    assert _row(app_id, broken_id).due_slot == clock.to_ms(first)  # what it stored: every tick reads it

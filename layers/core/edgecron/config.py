@@ -69,8 +69,11 @@ class Settings(BaseModel):
     allowed_cidrs: list[str] = Field(default_factory=list, alias="ALLOWED_CIDRS")
     # reach ALLOWED_CIDRS and nothing else (the local stack: loopback only)
     allowed_only: bool = Field(default=False, alias="ALLOWED_ONLY")
+    # the scan's due walk advances a schedule whose due slot stays in place, without a write; false
+    # before a rollback to a release that reads only the stored next fire time (docs/upgrade.md)
+    due_walk_advances: bool = Field(default=True, alias="DUE_WALK_ADVANCES")
 
-    @field_validator("allow_http", "allowed_only", mode="before")
+    @field_validator("allow_http", "allowed_only", "due_walk_advances", mode="before")
     @classmethod
     def _flag(cls, value: object) -> object:
         return value.strip().lower() in _TRUE if isinstance(value, str) else value

@@ -257,6 +257,8 @@ class DueMark:
     mark: int | None
     backfilled: bool
     backfill_from: dict[str, Any] | None
+    timing_stored: bool = False  # every schedule the walk advanced has its next fire stored
+    timing_from: dict[str, Any] | None = None  # the table key the store goes on from
 
 
 def due_mark() -> DueMark:
@@ -264,7 +266,13 @@ def due_mark() -> DueMark:
         row = DueMarkModel.get(MARK_PARTITION, MARK_KEY, consistent_read=True)
     except DoesNotExist:
         return DueMark(None, False, None)
-    return DueMark(_opt_int(row.mark), row.backfilled_at is not None, row.backfill_from)
+    return DueMark(
+        _opt_int(row.mark),
+        row.backfilled_at is not None,
+        row.backfill_from,
+        row.timing_stored_at is not None,
+        row.timing_from,
+    )
 
 
 def move_due_mark(to_ms: int) -> bool:
@@ -301,6 +309,54 @@ def backfill_slots(
     return done, pages.last_evaluated_key if page is not None else None
 
 
+def store_walked_timing(
+    walked_to: int, start: dict[str, Any] | None, limit: int
+) -> tuple[int, dict[str, Any] | None]:
+    """Store the next fire time the walk left each schedule it advances (a lagging `next_fire_at`
+    becomes exact), reading up to `limit` items of the table from `start`; returns how many were
+    written and where to go on from (None: the whole table was read). Each write is conditional on
+    the schedule as read: a writer that moved it first stored an exact time itself."""
+    pages = M.scan(
+        filter_condition=M.due_shard.exists()
+        & (M.due_slot <= due_slots.TICK_SLOT)
+        & (M.next_fire_at <= walked_to),
+        last_evaluated_key=start,
+        page_size=limit,  # items read, before the filter: the work of one call is bounded
+    ).page_iter
+    page = next(pages, None)
+    done = 0
+    for raw in (page or {}).get("Items", []):
+        row = M.from_raw_data(raw)
+        stored, walked = _stored(row), to_entity(row, walked_to)
+        nxt, last = walked.next_fire_at, walked.last_fire_at
+        if nxt is None or last is None or nxt == stored.next_fire_at:
+            continue
+        done += update_if(
+            _key(stored),
+            [M.next_fire_at.set(nxt), M.last_fire_at.set(last), M.version.add(1)],
+            (M.next_fire_at == stored.next_fire_at)
+            & _slot_is(stored.due_slot)
+            & (M.status == ScheduleStatus.ACTIVE),
+        )
+    return done, pages.last_evaluated_key if page is not None else None
+
+
+def save_timing_progress(start: dict[str, Any] | None, now_ms: int) -> None:
+    """Record where the store of walked timing goes on from; with no `start` left, that it is done."""
+    row = DueMarkModel(MARK_PARTITION, MARK_KEY)
+    if start is None:
+        row.update([DueMarkModel.timing_stored_at.set(now_ms), DueMarkModel.timing_from.remove()])
+    else:
+        row.update([DueMarkModel.timing_from.set(start)])
+
+
+def forget_timing_stored() -> None:
+    """The walk advances schedules again, so stored times lag again: a later store starts over."""
+    DueMarkModel(MARK_PARTITION, MARK_KEY).update(
+        [DueMarkModel.timing_stored_at.remove(), DueMarkModel.timing_from.remove()]
+    )
+
+
 def save_backfill(start: dict[str, Any] | None, now_ms: int) -> None:
     """Record where the backfill goes on from; with no `start` left, that it is done."""
     row = DueMarkModel(MARK_PARTITION, MARK_KEY)
@@ -325,14 +381,16 @@ def advance(
     *,
     extra: list[Any] | None = None,
     walked: bool = False,
+    write_unmoved: bool = False,
 ) -> Schedule | None:
     """CAS `next_fire_at` from the fire just dispatched to the next one; a concurrent scan, catch-up
     or user edit that moved it first wins and this call changes nothing.
 
     `walked`: the scan's due walk dispatched the fire and will record that it passed it. A schedule
-    whose entry stays on its day or hour wheel slot is then not written at all: its stored next fire
-    time lags, and a read takes the next fire from how far the walk got (to_entity). The returned
-    copy shows the move."""
+    whose entry stays on its wheel slot or the every-tick key is then not written at all: its stored
+    next fire time lags, and a read takes the next fire from how far the walk got (to_entity). The
+    returned copy shows the move. `write_unmoved` writes it anyway (the walk does not advance
+    schedules while a rollback is prepared: Settings.due_walk_advances)."""
     actions: list[Any] = [
         M.updated_at.set(now_ms),
         M.last_fire_at.set(expected_ms),
@@ -343,7 +401,13 @@ def advance(
         actions += [M.next_fire_at.remove(), *_out_of_index(), *_end_if_windowed(schedule)]
     else:
         moves = _slot_moves(schedule, next_ms, now_ms, walking=walked)
-        if walked and not moves and not extra and due_slots.walk_moves(schedule.due_slot):
+        if (
+            walked
+            and not write_unmoved
+            and not moves
+            and not extra
+            and due_slots.walk_moves(schedule.due_slot)
+        ):
             return replace(schedule, next_fire_at=next_ms, last_fire_at=expected_ms)
         actions += [M.next_fire_at.set(next_ms), *moves]
     return _update(

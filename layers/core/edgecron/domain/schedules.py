@@ -86,9 +86,12 @@ class Schedule:
         were dispatched, so every fire time from the stored one up to `walked_to_ms` is done, and the
         next fire is the first after it. A later stored next fire time (a resume, an edit) stands."""
         stored = self.next_fire_at
-        spec = self.spec()
-        if not self.is_active or spec is None or stored is None or stored > walked_to_ms:
+        if not self.is_active or self.cron is None or stored is None or stored > walked_to_ms:
             return self
+        try:
+            spec = cron_rules.parse_cron(self.cron, self.timezone)
+        except cron_rules.CronError:
+            return self  # stored in a form this release cannot read: its dispatch records the failure
         nxt = self.next_after(walked_to_ms)
         if nxt is None:
             return self  # its window ends: the scan's dispatch of the stored time records that

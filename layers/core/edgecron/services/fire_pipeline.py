@@ -45,6 +45,7 @@ __all__ = [
     "settle",
     "settle_if_done",
     "slot_backfill_work",
+    "timing_store_work",
 ]
 
 
@@ -74,6 +75,12 @@ def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
 def slot_backfill_work(now: datetime) -> Work:
     """The scan's backfill of due slots for schedules an earlier release wrote without one."""
     return schedules_scan.slot_backfill_work(now)
+
+
+def timing_store_work(now: datetime) -> Work:
+    """The scan's store of the next fire time of each schedule the due walk advanced, while its
+    advances are off (before a rollback to a release that reads only the stored time)."""
+    return schedules_scan.timing_store_work(now)
 
 
 def dispatch_due_schedules(now: datetime, *, deadline: float | None = None) -> ScheduleScanReport:

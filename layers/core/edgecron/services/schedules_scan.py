@@ -27,6 +27,7 @@ from edgecron.domain.catchup import (
     policy_of,
     split_started,
 )
+from edgecron.domain.cron import CronError
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.task_runs import TaskRun
@@ -71,6 +72,7 @@ def dispatch_schedules(
                 "schedules": schedule_work(now, report, horizon_ms),
                 "interrupted": interrupted_work(now, report),
                 "due slots": slot_backfill_work(now),
+                "walked timing": timing_store_work(now),
             },
             budget,
         )
@@ -90,12 +92,15 @@ class FireOutbox:
 
     SIZE = 10  # the messages of one SendMessageBatch
 
-    def __init__(self, now: datetime, report: ScheduleScanReport, *, walked: bool = False) -> None:
+    def __init__(
+        self, now: datetime, report: ScheduleScanReport, *, walked: bool = False, write_all: bool = False
+    ) -> None:
         self._now_ms = clock.to_ms(now)
         self._report = report
         # the due walk records how far it got: an advance that leaves a wheel slot in place is not
         # written (schedule_data.advance)
         self._walked = walked
+        self._write_all = write_all  # every advance written (Settings.due_walk_advances off)
         self._messages: list[DeliveryMessage] = []
         # schedule id → (its copy, the fire time, the next fire time its advance moves it to)
         self._pending: dict[str, tuple[Schedule, int, int | None]] = {}
@@ -134,7 +139,9 @@ class FireOutbox:
         walked = self._walked
         for schedule_id, (schedule, fire_at, next_ms) in pending.items():
             try:
-                advanced = schedule_data.advance(schedule, fire_at, next_ms, self._now_ms, walked=walked)
+                advanced = schedule_data.advance(
+                    schedule, fire_at, next_ms, self._now_ms, walked=walked, write_unmoved=self._write_all
+                )
             except Exception:  # one broken schedule must not stop the others
                 self._report.item_failures += 1
                 owe(schedule, fire_at, self._now_ms, self._report, held_at=fire_at)
@@ -176,7 +183,9 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
     copies: dict[str, Schedule] = {}  # each schedule taken, as its last step left it
     ticking: set[str] = set()  # the every-tick schedules taken
     seq = 0
-    outbox = FireOutbox(now, report, walked=walked_to is not None)
+    outbox = FireOutbox(
+        now, report, walked=walked_to is not None, write_all=not get_settings().due_walk_advances
+    )
     stopped = False
     upcoming: schedule_data.Due | None = None
     try:
@@ -245,8 +254,14 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
 
 
 def _every_tick(schedule: Schedule) -> bool:
-    """A schedule read at every tick, whose fires the walk passes as it dispatches them."""
-    return schedule.next_fire_at is not None and due_slots.wheel_of(schedule.spec()) == due_slots.Wheel.TICK
+    """A schedule read at every tick, whose fires the walk passes as it dispatches them. One whose
+    expression no longer parses is not: its own step fails, and is recorded, without stopping the walk."""
+    if schedule.next_fire_at is None:
+        return False
+    try:
+        return due_slots.wheel_of(schedule.spec()) == due_slots.Wheel.TICK
+    except CronError:
+        return False
 
 
 STOP_MARGIN_MS = 60_000  # a tick that stopped early leaves this much more for the next to read again
@@ -479,6 +494,37 @@ def slot_backfill_work(now: datetime) -> Work:
         schedule_data.save_backfill(start, clock.to_ms(now))
         if start is None:
             logger.info("every schedule in the due index has a due slot", extra={"given_this_tick": given})
+            return
+        yield
+
+
+TIMING_PAGE = 200  # schedules read per step of the store of walked timing
+
+
+def timing_store_work(now: datetime) -> Work:
+    """While the due walk does not advance schedules (Settings.due_walk_advances off, before a
+    rollback to a release that reads only the stored next fire time), store the next fire of every
+    schedule it advanced, a page per step, going on from where the last tick stopped, until the whole
+    table was read; the scan writes every advance meanwhile, so none lags again. With the walk's
+    advances on, a record that the store was done is dropped: stored times lag again."""
+    mark = schedule_data.due_mark()
+    if get_settings().due_walk_advances:
+        if mark.timing_stored or mark.timing_from is not None:
+            schedule_data.forget_timing_stored()
+        return
+    if mark.timing_stored or mark.mark is None:
+        return
+    start = mark.timing_from
+    stored = 0
+    while True:
+        done, start = schedule_data.store_walked_timing(mark.mark, start, TIMING_PAGE)
+        stored += done
+        schedule_data.save_timing_progress(start, clock.to_ms(now))
+        if start is None:
+            logger.info(
+                "every schedule's next fire time is stored: a release that reads only that may be deployed",
+                extra={"stored_this_tick": stored},
+            )
             return
         yield
 

@@ -49,7 +49,7 @@ class ScheduleScanReport:
     item_failures: int = 0
     stopped_early: bool = False
     held_from: int | None = None  # the earliest wheel slot (met at) or fire time of a schedule that failed
-    owed_unrecorded: bool = False  # a failed wheel schedule's owed fire could not be recorded on it
+    owed_unrecorded: bool = False  # a failed schedule the walk moves could not record the fire it owes
 
     def hold(self, at_ms: int | None, *, unrecorded: bool = False) -> None:
         """Keep the due walk's mark before `at_ms`, so the next tick meets the failed schedule again;
@@ -290,20 +290,22 @@ def owe(
     *,
     held_at: int | None,
 ) -> None:
-    """A schedule failed at its fire at `fire_at_ms`. One on a wheel (`held_at`: when the walk met
-    its slot) holds the walk's mark before its slot, so the next tick meets it again; and the walk
-    takes a schedule it passed as done with the fires there, so the fire it owes is recorded on it
-    (its entry moves to that exact time, which every tick reads). If that write fails too, the hold
-    lasts until one succeeds."""
+    """A schedule failed at its fire at `fire_at_ms` (`held_at`: when the walk met its wheel slot, or
+    the every-tick schedule's fire). The walk takes a schedule it passed as done with the fires
+    there, so the fire it owes is recorded on it: its entry moves to that exact time, which every tick
+    reads, and the mark goes on. If that write fails too, the mark waits before `held_at` until one
+    succeeds. An entry that is an exact time already is read by every tick anyway; its failure holds
+    the mark as any does (for at most MAX_HOLD_MS)."""
     if held_at is None or fire_at_ms is None or not due_slots.walk_moves(schedule.due_slot):
-        report.hold(held_at)  # an exact or every-tick entry: every tick reads it again anyway
+        report.hold(held_at)
         return
     recorded = False
     try:
         recorded = schedule_data.owe(schedule, fire_at_ms, now_ms)
     except Exception:
         logger.warning("a failed schedule's owed fire was not recorded", extra={"fire_at": fire_at_ms})
-    report.hold(held_at, unrecorded=not recorded)
+    if not recorded:
+        report.hold(held_at, unrecorded=True)
 
 
 MAX_HOLD_MS = 10 * 60_000  # a schedule that keeps failing holds the due walk's window no longer

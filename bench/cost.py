@@ -25,6 +25,8 @@ from bench.report import Row, verdict
 # Event fan-out to Endpoints that had a delivery within the last minute: the steady state of an App
 # that publishes often, where a success leaves the Endpoint's health as it is.
 WARM_FANOUT = "event fan-out, endpoints warm"
+# Schedule fires whose due entry is the every-tick key (every 2 minutes) instead of a day wheel slot.
+EVERY_TICK_SCHEDULED = "scheduled, every 2 minutes"
 # The target of each kind, $ per million deliveries, for the delivery path: every AWS request and GB-s
 # it takes (KMS and SNS included) except the API Gateway request that created the run.
 TARGETS_PER_M = {
@@ -32,6 +34,7 @@ TARGETS_PER_M = {
     "event fan-out": 3.00,
     WARM_FANOUT: 3.00,
     "scheduled": 3.50,
+    EVERY_TICK_SCHEDULED: 3.50,
     "direct, 20% retried": 3.50,
     "direct (trickle)": 4.00,
 }
@@ -444,15 +447,20 @@ def event_fanout(env: Env, receiver: Any, n: int, *, warm: bool = False, timeout
     return s
 
 
-def scheduled(env: Env, receiver: Any, n: int, *, timeout: float = 1800) -> Scenario:
-    """n schedules firing at the same second, dispatched by one scan (functions/scan/app.py).
+def scheduled(
+    env: Env, receiver: Any, n: int, *, every_two_minutes: bool = False, timeout: float = 1800
+) -> Scenario:
+    """n schedules firing at the same second, dispatched by one scan (functions/scan/app.py): daily
+    ones (a day wheel slot), or every 2 minutes (the every-tick key, read at every tick).
 
-    The schedules are created more than the look-ahead before their fire time (so the create does not
-    dispatch them), then the scan runs with the clock at the fire time and the worker delivers. The scan
+    The schedules are created more than the look-ahead before their fire time, with no fire between
+    (so the create does not dispatch them), then the scan runs with the clock at the fire time and the
+    worker delivers. The scan
     and worker run on a frozen clock, so SQS delays are 0 here; on AWS the scan sends each fire with a
     whole-second DelaySeconds and the worker sleeps out the remaining fraction (mean 0.5 s per batch):
     that Lambda time is added as a modelled figure."""
-    s = Scenario("scheduled", f"{n} cron schedules firing once, dispatched by one scan")
+    kind = EVERY_TICK_SCHEDULED if every_two_minutes else "scheduled"
+    s = Scenario(kind, f"{n} cron schedules firing once, dispatched by one scan")
     app_id, key = env.new_app("bench-scheduled")
     path = f"/scheduled-{time.monotonic_ns()}"
     ep = _endpoint(env, key, receiver.url(path))
@@ -461,7 +469,11 @@ def scheduled(env: Env, receiver: Any, n: int, *, timeout: float = 1800) -> Scen
     from edgecron.services import schedules as schedule_service
 
     fire = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=3)
-    cron = f"{fire.second} {fire.minute} {fire.hour} * * *"
+    if every_two_minutes:
+        fire += timedelta(minutes=fire.minute % 2)
+        cron, created = "*/2 * * * *", fire - timedelta(seconds=105)  # after the fire before
+    else:
+        cron, created = f"{fire.second} {fire.minute} {fire.hour} * * *", clock.now()
     env.reset()
     for i in range(n):
         schedule_service.create(
@@ -469,7 +481,7 @@ def scheduled(env: Env, receiver: Any, n: int, *, timeout: float = 1800) -> Scen
             ScheduleCreate(
                 cron=cron, endpoint_ids=[ep], payload={"n": i, "kind": "bench"}, name=f"bench {i}"
             ),
-            clock.now(),
+            created,
         )
     pump = EsmPump(env)
     started = time.monotonic()
@@ -547,6 +559,7 @@ def run(env: Env, *, runs: int, smoke: bool = False) -> tuple[list[Row], dict[st
             ("event fan-out", lambda: event_fanout(env, receiver, runs)),
             (WARM_FANOUT, lambda: event_fanout(env, receiver, runs, warm=True)),
             ("scheduled", lambda: scheduled(env, receiver, runs)),
+            (EVERY_TICK_SCHEDULED, lambda: scheduled(env, receiver, runs, every_two_minutes=True)),
         ]
         steps += [
             (kind, lambda kind=kind: direct_limited(env, receiver, runs, kind))  # type: ignore[misc]

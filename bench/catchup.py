@@ -83,11 +83,12 @@ def apply_once(env: Env, app_id: str, expression: str, outage: timedelta) -> dic
         endpoint_ids=("ep_bench_catchup_none",),  # the run is created; nothing is delivered here
         payload={"kind": "bench"},
         created_at=now_ms - int(outage.total_seconds() * 1000),
-        updated_at=now_ms,
+        updated_at=clock.to_ms(start) - 120_000,  # last written before the outage, as the scan left it
         next_fire_at=clock.to_ms(start),
     )
     schedule_data.put_new(schedule)  # ACTIVE with a next fire time: in the due index
-    stored = schedule_data.get(app_id, schedule.schedule_id, consistent=True)  # as the scan reads it
+    # as the scan reads it after the outage: its walk's mark is from before, so the stored time stands
+    stored = schedule_data.get(app_id, schedule.schedule_id, consistent=True, timing=False)
     assert stored is not None
     schedule = stored
     report = schedules_scan.ScheduleScanReport()
@@ -95,7 +96,8 @@ def apply_once(env: Env, app_id: str, expression: str, outage: timedelta) -> dic
     try:
         with env.window() as usage:
             cpu0, wall0 = time.process_time(), time.perf_counter()
-            schedules_scan.process(schedule, now, now_ms, report)  # horizon = now: no look-ahead dispatch
+            # as the scan's due walk applies it; horizon = now: no look-ahead dispatch
+            schedules_scan.process(schedule, now, now_ms, report, walking=True)
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     finally:
         clock.set_clock(clock.SystemClock())

@@ -563,14 +563,16 @@ def catch_up_move(
     now_ms: int,
     *,
     finish: bool = False,
+    walking: bool = False,
 ) -> Schedule | None:
     """CAS after a catch-up: move `next_fire_at` past the missed fire times and count the MISSED
-    rows left out by the cap. Fails when a scan, another catch-up or a user edit moved it first."""
+    rows left out by the cap. Fails when a scan, another catch-up or a user edit moved it first.
+    `walking`: by the scan's due walk, which dispatches from there on (the slot, as for advance)."""
     actions: list[Any] = [M.updated_at.set(now_ms), M.version.add(1), M.missed_left_out.add(left_out)]
     if next_ms is None:
         actions += [M.next_fire_at.remove(), *_out_of_index(), *_end_if_windowed(schedule)]
     else:
-        actions += [M.next_fire_at.set(next_ms), *_slot_moves(schedule, next_ms, now_ms)]
+        actions += [M.next_fire_at.set(next_ms), *_slot_moves(schedule, next_ms, now_ms, walking=walking)]
     if finish:
         actions.append(M.finished.set(True))
     return _update(

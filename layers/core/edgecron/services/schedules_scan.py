@@ -331,12 +331,17 @@ def _move_mark(report: ScheduleScanReport, reached_ms: int, now_ms: int) -> None
 SLICE_MS = 1_000  # fire times dispatched per step of one schedule (one for an every-second one)
 
 
-def process(schedule: Schedule, now: datetime, horizon_ms: int, report: ScheduleScanReport) -> Schedule:
+def process(
+    schedule: Schedule, now: datetime, horizon_ms: int, report: ScheduleScanReport, *, walking: bool = False
+) -> Schedule:
     """Catch up if the schedule lags, then dispatch its fires due up to the horizon; returns the
-    schedule as the last step left it."""
+    schedule as the last step left it. `walking`: as the scan's due walk does it (its outbox, and
+    advances it leaves to the walk's mark)."""
+    outbox = FireOutbox(now, report, walked=True) if walking else None
     current = schedule
-    for current in process_steps(schedule, now, horizon_ms, report):  # noqa: B007 (the last one is kept)
-        pass
+    for current in process_steps(schedule, now, horizon_ms, report, outbox):  # noqa: B007 (the last one is kept)
+        if outbox is not None:
+            outbox.flush()  # the step's runs sent and the schedule advanced before its next step
     return current
 
 
@@ -363,7 +368,7 @@ def process_steps(
             policy_of(schedule.missed_policy),
         )
         if plan is not None:
-            moved = apply_catch_up(schedule, plan, now)
+            moved = apply_catch_up(schedule, plan, now, walking=outbox is not None)
             if moved is None:
                 return  # someone else moved the schedule first; they own this pass
             schedule = moved
@@ -403,10 +408,13 @@ def _catch_up_until(schedule: Schedule, cutoff: datetime) -> datetime:
     return cutoff
 
 
-def apply_catch_up(schedule: Schedule, plan: CatchUpPlan, now: datetime) -> Schedule | None:
+def apply_catch_up(
+    schedule: Schedule, plan: CatchUpPlan, now: datetime, *, walking: bool = False
+) -> Schedule | None:
     """Record the MISSED Fires (existing rows are never overwritten), then move the schedule with a
     CAS: to the one fire to run (RUN_ONCE, dispatched right after by the normal path) or past now.
-    Returns the schedule as moved, or None when another writer moved it first."""
+    Returns the schedule as moved, or None when another writer moved it first. `walking`: in the
+    scan's due walk, which dispatches that fire next."""
     now_ms = clock.to_ms(now)
     assert schedule.next_fire_at is not None  # a schedule lags only behind a fire time it has
     expected = schedule.next_fire_at
@@ -431,6 +439,7 @@ def apply_catch_up(schedule: Schedule, plan: CatchUpPlan, now: datetime) -> Sche
         plan.left_out,
         now_ms,
         finish=plan.finishes(one_time=schedule.cron is None),
+        walking=walking,
     )
     if moved is not None:
         count(MISSED_FIRES, plan.missed_total)

@@ -283,21 +283,31 @@ def move_due_mark(to_ms: int) -> bool:
     )
 
 
+def _table_page(
+    filter_condition: Any, start: dict[str, Any] | None, limit: int
+) -> tuple[list[ScheduleModel], dict[str, Any] | None]:
+    """One page of a bounded walk of the table: the items of up to `limit` read from `start` that
+    match, and where to go on from (None: the whole table was read)."""
+    pages = M.scan(
+        filter_condition=filter_condition,
+        last_evaluated_key=start,
+        page_size=limit,  # items read, before the filter: the work of one call is bounded
+    ).page_iter
+    page = next(pages, None)
+    rows = [M.from_raw_data(raw) for raw in (page or {}).get("Items", [])]
+    return rows, pages.last_evaluated_key if page is not None else None
+
+
 def backfill_slots(
     now_ms: int, start: dict[str, Any] | None, limit: int
 ) -> tuple[int, dict[str, Any] | None]:
     """Give a slot to up to `limit` schedules in the due index that an earlier release wrote without
     one, reading the table from `start`. Returns how many were given one and where to go on from
     (None: the whole table was read). Each write is conditional on the schedule as read."""
-    pages = M.scan(
-        filter_condition=M.due_shard.exists() & M.due_slot.does_not_exist(),
-        last_evaluated_key=start,
-        page_size=limit,  # items read, before the filter: the work of one call is bounded
-    ).page_iter
-    page = next(pages, None)
+    rows, start = _table_page(M.due_shard.exists() & M.due_slot.does_not_exist(), start, limit)
     done = 0
-    for raw in (page or {}).get("Items", []):
-        schedule = to_entity(M.from_raw_data(raw))
+    for row in rows:
+        schedule = to_entity(row)
         if schedule.next_fire_at is not None:
             done += update_if(
                 _key(schedule),
@@ -306,7 +316,7 @@ def backfill_slots(
                 & M.due_shard.exists()
                 & M.due_slot.does_not_exist(),
             )
-    return done, pages.last_evaluated_key if page is not None else None
+    return done, start
 
 
 def store_walked_timing(
@@ -316,17 +326,10 @@ def store_walked_timing(
     becomes exact), reading up to `limit` items of the table from `start`; returns how many were
     written and where to go on from (None: the whole table was read). Each write is conditional on
     the schedule as read: a writer that moved it first stored an exact time itself."""
-    pages = M.scan(
-        filter_condition=M.due_shard.exists()
-        & (M.due_slot <= due_slots.TICK_SLOT)
-        & (M.next_fire_at <= walked_to),
-        last_evaluated_key=start,
-        page_size=limit,  # items read, before the filter: the work of one call is bounded
-    ).page_iter
-    page = next(pages, None)
+    lagging = M.due_shard.exists() & (M.due_slot <= due_slots.TICK_SLOT) & (M.next_fire_at <= walked_to)
+    rows, start = _table_page(lagging, start, limit)
     done = 0
-    for raw in (page or {}).get("Items", []):
-        row = M.from_raw_data(raw)
+    for row in rows:
         stored, walked = _stored(row), to_entity(row, walked_to)
         nxt, last = walked.next_fire_at, walked.last_fire_at
         if nxt is None or last is None or nxt == stored.next_fire_at:
@@ -338,16 +341,22 @@ def store_walked_timing(
             & _slot_is(stored.due_slot)
             & (M.status == ScheduleStatus.ACTIVE),
         )
-    return done, pages.last_evaluated_key if page is not None else None
+    return done, start
+
+
+def _save_progress(done_at: Any, going_on_from: Any, start: dict[str, Any] | None, now_ms: int) -> None:
+    """Record on the mark item where a walk of the table goes on from; with no `start` left, when it
+    was done."""
+    row = DueMarkModel(MARK_PARTITION, MARK_KEY)
+    if start is None:
+        row.update([done_at.set(now_ms), going_on_from.remove()])
+    else:
+        row.update([going_on_from.set(start)])
 
 
 def save_timing_progress(start: dict[str, Any] | None, now_ms: int) -> None:
     """Record where the store of walked timing goes on from; with no `start` left, that it is done."""
-    row = DueMarkModel(MARK_PARTITION, MARK_KEY)
-    if start is None:
-        row.update([DueMarkModel.timing_stored_at.set(now_ms), DueMarkModel.timing_from.remove()])
-    else:
-        row.update([DueMarkModel.timing_from.set(start)])
+    _save_progress(DueMarkModel.timing_stored_at, DueMarkModel.timing_from, start, now_ms)
 
 
 def forget_timing_stored() -> None:
@@ -359,11 +368,7 @@ def forget_timing_stored() -> None:
 
 def save_backfill(start: dict[str, Any] | None, now_ms: int) -> None:
     """Record where the backfill goes on from; with no `start` left, that it is done."""
-    row = DueMarkModel(MARK_PARTITION, MARK_KEY)
-    if start is None:
-        row.update([DueMarkModel.backfilled_at.set(now_ms), DueMarkModel.backfill_from.remove()])
-    else:
-        row.update([DueMarkModel.backfill_from.set(start)])
+    _save_progress(DueMarkModel.backfilled_at, DueMarkModel.backfill_from, start, now_ms)
 
 
 def _timing_is(schedule: Schedule, expected_ms: int) -> Any:

@@ -36,12 +36,6 @@ def fire_with_runs(fire: Fire) -> tuple[Fire, dict[str, TaskRun]]:
     return _as_runs_left_it(fire, runs), runs
 
 
-def fire(schedule_id: str, fire_at_ms: int) -> tuple[Fire, dict[str, TaskRun]] | None:
-    """One Fire as a reader sees it, and its Task Runs by id; None if there is none at that time."""
-    found = fire_data.get(schedule_id, fire_at_ms)
-    return None if found is None else fire_with_runs(found)
-
-
 def _as_runs_left_it(fire: Fire, runs: dict[str, TaskRun]) -> Fire:
     """A Fire its only run settles reads as that run left it (it is not written when the run completes)."""
     return fire.as_run_left_it(runs.get(fire.run_ids[0])) if len(fire.run_ids) == 1 else fire

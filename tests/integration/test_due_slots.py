@@ -325,12 +325,19 @@ def test_a_schedule_that_failed_is_caught_up_from_its_exact_time_once_it_recover
     assert _row(app_id, schedule_id).due_slot == -300_000_000 + 10 * 3_600_000
 
 
-def test_an_edit_of_a_schedule_the_walk_moved_stores_its_next_fire_and_fires_nothing_again(
-    daily: tuple[str, str], index_time: IndexTime
-) -> None:
+def _fired_once(daily: tuple[str, str], index_time: IndexTime) -> tuple[str, str, datetime]:
+    """The `daily` schedule after the tick at its 10:00 fire, which the walk, not a write, moved past.
+    (App id, schedule id, that fire time)"""
     app_id, schedule_id = daily
     fire = T0.replace(hour=10)
     _scan_at(fire, index_time)
+    return app_id, schedule_id, fire
+
+
+def test_an_edit_of_a_schedule_the_walk_moved_stores_its_next_fire_and_fires_nothing_again(
+    daily: tuple[str, str], index_time: IndexTime
+) -> None:
+    app_id, schedule_id, fire = _fired_once(daily, index_time)
     clock.set_clock(clock.FixedClock(fire + timedelta(hours=2)))
     resp = call_api("PATCH", f"/v1/schedules/{schedule_id}", key=_key_of(app_id), body={"name": "renamed"})
     assert resp.status == 200, resp.body
@@ -345,9 +352,7 @@ def test_an_edit_of_a_schedule_the_walk_moved_stores_its_next_fire_and_fires_not
 def test_a_pause_and_resume_of_a_schedule_the_walk_moved_go_on_from_the_next_fire(
     daily: tuple[str, str], index_time: IndexTime
 ) -> None:
-    app_id, schedule_id = daily
-    fire = T0.replace(hour=10)
-    _scan_at(fire, index_time)
+    app_id, schedule_id, fire = _fired_once(daily, index_time)
     key = _key_of(app_id)
     clock.set_clock(clock.FixedClock(fire + timedelta(hours=1)))
     assert call_api("POST", f"/v1/schedules/{schedule_id}/pause", key=key).status == 200

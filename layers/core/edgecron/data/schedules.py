@@ -52,8 +52,9 @@ def _opt_int(value: Any) -> int | None:
 
 
 def to_entity(row: ScheduleModel, walked_to: int | None = None) -> Schedule:
-    """The Schedule an item holds; with `walked_to` (how far the scan's due walk got), one on a day
-    or hour wheel has the next fire the walk left it (Schedule.walked_past), not the stored one."""
+    """The Schedule an item holds; with `walked_to` (how far the scan's due walk got), one on a wheel
+    slot or the every-tick key has the next fire the walk left it (Schedule.walked_past), not the
+    stored one."""
     schedule = _stored(row)
     return schedule.walked_past(walked_to) if walked_to is not None and _walked(row) else schedule
 
@@ -173,9 +174,9 @@ def get(
     return to_entity(row, walked_to)
 
 
-def reload(schedule: Schedule, *, walked_to: int | None = None) -> Schedule | None:
+def reload(schedule: Schedule) -> Schedule | None:
     """The schedule read again, strongly consistent; None if it was deleted."""
-    return get(schedule.app_id, schedule.schedule_id, consistent=True, walked_to=walked_to)
+    return get(schedule.app_id, schedule.schedule_id, consistent=True)
 
 
 def put_new(schedule: Schedule) -> None:

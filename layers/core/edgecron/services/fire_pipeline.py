@@ -44,8 +44,7 @@ __all__ = [
     "schedule_work",
     "settle",
     "settle_if_done",
-    "slot_backfill_work",
-    "timing_store_work",
+    "table_work",
 ]
 
 
@@ -72,15 +71,10 @@ def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
     return schedules_scan.interrupted_work(now, report)
 
 
-def slot_backfill_work(now: datetime) -> Work:
-    """The scan's backfill of due slots for schedules an earlier release wrote without one."""
-    return schedules_scan.slot_backfill_work(now)
-
-
-def timing_store_work(now: datetime) -> Work:
-    """The scan's store of the next fire time of each schedule the due walk advanced, while its
-    advances are off (before a rollback to a release that reads only the stored time)."""
-    return schedules_scan.timing_store_work(now)
+def table_work(now: datetime) -> Work:
+    """The scan's walks of the whole schedules table: the due slots of schedules an earlier release
+    wrote without one, and, before a rollback, the next fire times the due walk advanced."""
+    return schedules_scan.table_work(now)
 
 
 def dispatch_due_schedules(now: datetime, *, deadline: float | None = None) -> ScheduleScanReport:

@@ -68,8 +68,7 @@ def run_scan(
                 "runs": run_work(now, report, rebuild=rebuild),
                 "schedules": fire_pipeline.schedule_work(now, schedules),
                 "interrupted": fire_pipeline.interrupted_work(now, schedules),
-                "due slots": fire_pipeline.slot_backfill_work(now),
-                "walked timing": fire_pipeline.timing_store_work(now),
+                "schedules table": fire_pipeline.table_work(now),
             },
             budget,
         )

@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from edgecron import clock
 from edgecron.config import get_settings
@@ -71,8 +72,7 @@ def dispatch_schedules(
             {
                 "schedules": schedule_work(now, report, horizon_ms),
                 "interrupted": interrupted_work(now, report),
-                "due slots": slot_backfill_work(now),
-                "walked timing": timing_store_work(now),
+                "schedules table": table_work(now),
             },
             budget,
         )
@@ -245,7 +245,7 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
         try:
             outbox.flush()  # the rest, also when the tick's time ran out: dispatched is sent and advanced
             if mark.backfilled and (stopped or (upcoming is None and not taken)):
-                # until every schedule has a slot, every tick reads every slot (slot_backfill_work)
+                # until every schedule has a slot, every tick reads every slot (table_work)
                 reached = _reached(upcoming, met, horizon, stopped)
                 if reached is not None:
                     _move_mark(report, reached, now_ms)
@@ -489,14 +489,23 @@ def _miss_died_dispatch(schedule_id: str, fire_at_ms: int, now_ms: int) -> None:
 BACKFILL_PAGE = 200  # schedules read per step of the slot backfill
 
 
-def slot_backfill_work(now: datetime) -> Work:
-    """Give a due slot to every schedule an earlier release put in the due index without one, a page
-    per step, going on from where the last tick stopped. Until the whole table was read the scan
-    keeps no mark, so each tick reads every slot and finds a schedule however late it got its slot;
-    after that there is nothing to do but one read."""
+def table_work(now: datetime) -> Work:
+    """The scan's walks of the whole schedules table, a page per step, each going on from where the
+    last tick stopped; one read of the due mark says which is left (usually none)."""
     mark = schedule_data.due_mark()
-    if mark.backfilled:
-        return
+    if not mark.backfilled:
+        yield from _slot_backfill(now, mark)
+    elif get_settings().due_walk_advances:
+        if mark.timing_stored or mark.timing_from is not None:
+            schedule_data.forget_timing_stored()  # stored times lag again: a later store starts over
+    elif not mark.timing_stored and mark.mark is not None:
+        yield from _timing_store(now, mark.mark, mark.timing_from)
+
+
+def _slot_backfill(now: datetime, mark: schedule_data.DueMark) -> Work:
+    """Give a due slot to every schedule an earlier release put in the due index without one. Until
+    the whole table was read the scan keeps no mark, so each tick reads every slot and finds a
+    schedule however late it got its slot."""
     start = mark.backfill_from
     given = 0
     while True:
@@ -512,23 +521,14 @@ def slot_backfill_work(now: datetime) -> Work:
 TIMING_PAGE = 200  # schedules read per step of the store of walked timing
 
 
-def timing_store_work(now: datetime) -> Work:
+def _timing_store(now: datetime, walked_to: int, start: dict[str, Any] | None) -> Work:
     """While the due walk does not advance schedules (Settings.due_walk_advances off, before a
     rollback to a release that reads only the stored next fire time), store the next fire of every
-    schedule it advanced, a page per step, going on from where the last tick stopped, until the whole
-    table was read; the scan writes every advance meanwhile, so none lags again. With the walk's
-    advances on, a record that the store was done is dropped: stored times lag again."""
-    mark = schedule_data.due_mark()
-    if get_settings().due_walk_advances:
-        if mark.timing_stored or mark.timing_from is not None:
-            schedule_data.forget_timing_stored()
-        return
-    if mark.timing_stored or mark.mark is None:
-        return
-    start = mark.timing_from
+    schedule it advanced, until the whole table was read; the scan writes every advance meanwhile,
+    so none lags again."""
     stored = 0
     while True:
-        done, start = schedule_data.store_walked_timing(mark.mark, start, TIMING_PAGE)
+        done, start = schedule_data.store_walked_timing(walked_to, start, TIMING_PAGE)
         stored += done
         schedule_data.save_timing_progress(start, clock.to_ms(now))
         if start is None:

@@ -13,7 +13,7 @@ from edgecron.domain.endpoints import Endpoint
 from edgecron.domain.fires import Fire
 from edgecron.domain.notifications import Notification
 from edgecron.domain.retry_policies import RetryPolicy
-from edgecron.domain.schedules import Schedule
+from edgecron.domain.schedules import ScheduleView
 from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import (
     ErrorKind,
@@ -162,10 +162,11 @@ def replay_result(result: Any) -> ReplayResult:
     return ReplayResult(replayed=result.replayed, skipped=result.skipped, has_more=result.has_more)
 
 
-def schedule_out(s: Schedule, preview: Sequence[int] | None = None) -> ScheduleOut:
+def schedule_out(v: ScheduleView) -> ScheduleOut:
+    s = v.schedule
     fields: dict[str, Any] = {}
-    if preview is not None:
-        fields["preview"] = [iso_ms(t) or "" for t in preview]
+    if v.preview is not None:
+        fields["preview"] = [iso_ms(t) or "" for t in v.preview]
     return ScheduleOut(
         id=s.schedule_id,
         name=s.name,
@@ -179,8 +180,8 @@ def schedule_out(s: Schedule, preview: Sequence[int] | None = None) -> ScheduleO
         status=ScheduleStatus(s.status),
         pause_reason=s.pause_reason if s.status == ScheduleStatus.PAUSED else None,
         consecutive_failures=int(s.consecutive_failures or 0),
-        next_fire_time=iso_ms(s.next_fire_at),
-        last_fire_time=iso_ms(s.last_fire_at),
+        next_fire_time=iso_ms(v.next_fire_at),
+        last_fire_time=iso_ms(v.last_fire_at),
         start_at=iso_ms(s.start_at),
         end_at=iso_ms(s.end_at),
         jitter_sec=int(s.jitter_sec or 0),
@@ -194,15 +195,19 @@ def schedule_out(s: Schedule, preview: Sequence[int] | None = None) -> ScheduleO
 
 
 def fire_out(f: Fire, runs: Mapping[str, TaskRun], now_ms: int) -> FireOut:
-    """A Fire with its runs; a SCHEDULED fire already started and due reads as RUNNING."""
+    """A Fire with its runs (`runs`: those read for a page of Fires, by id; a broadcast Fire's are
+    its first ones); a SCHEDULED fire already started and due reads as RUNNING."""
+    own = [r for r in runs.values() if r.source_id == f.schedule_id and r.fire_at == f.fire_at]
+    # a run cancelled by its worker's last check before the request made no attempt: no status code
+    attempted = any(r.status != RunStatus.CANCELLED or r.last_status_code is not None for r in own)
     return FireOut(
         fire_time=iso_ms(f.fire_at) or "",
         manual=f.manual,
         due_at=iso_ms(f.due_ms) or "",
         status=f.shown_status(now_ms),
-        started_at=iso_ms(f.started_at),
+        started_at=iso_ms(f.began_at(attempted)),
         finished_at=iso_ms(f.finished_at),
-        duration_ms=f.duration_ms,
+        duration_ms=f.duration_ms(attempted),
         error=f.error,
         runs=[
             FireRunOut(
@@ -213,8 +218,7 @@ def fire_out(f: Fire, runs: Mapping[str, TaskRun], now_ms: int) -> FireOut:
                 last_status_code=_int(r.last_status_code),
                 last_error=r.last_error,
             )
-            for r in (runs.get(run_id) for run_id in f.run_ids)
-            if r is not None
+            for r in own
         ],
     )
 

@@ -378,3 +378,23 @@ def any_after(schedule_id: str, after_ms: int, until_ms: int) -> bool:
         limit=1,
     )
     return next(iter(result), None) is not None
+
+
+LATEST_FIRED_PAGE = 20  # Fires read per request while looking for the newest that fired
+
+
+def latest_fired(schedule_id: str, now_ms: int) -> int | None:
+    """The newest fire time up to `now_ms` at which the schedule fired: its Fire was dispatched and
+    is running or ended COMPLETED or FAILED (not CANCELLED, MISSED or SKIPPED). Fires dispatched
+    ahead of now are not read."""
+    fired = (M.status.is_in(RUNNING, COMPLETED, FAILED)) | ((M.status == SCHEDULED) & M.started_at.exists())
+    rows = M.query(
+        schedule_id,
+        range_key_condition=M.fire_at <= now_ms,
+        filter_condition=fired,
+        scan_index_forward=False,
+        page_size=LATEST_FIRED_PAGE,
+        limit=1,
+    )
+    row = next(iter(rows), None)
+    return None if row is None else int(row.fire_at)

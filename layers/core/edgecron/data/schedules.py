@@ -471,11 +471,17 @@ def record_outcome(
     pause_reason: Callable[[int], str] | None = None,
 ) -> tuple[int, bool]:
     """Count a settled fire: success resets, failure adds one and pauses at `pause_after`, storing
-    `pause_reason(failures)` as the schedule's pause reason.
+    `pause_reason(failures)` as the schedule's pause reason. Both count only while the schedule is
+    ACTIVE: a paused schedule keeps the count that paused it (a success that ends late, its request
+    made before the pause, does not reset it; resuming does).
     Returns (consecutive_failures, paused_now). Atomic conditional updates, no read-modify-write."""
     schedule = M(app_id=app_id, schedule_id=schedule_id)
     if not failed:
-        update_if(schedule, [M.consecutive_failures.set(0), M.version.add(1)], M.schedule_id.exists())
+        update_if(
+            schedule,
+            [M.consecutive_failures.set(0), M.version.add(1)],
+            M.schedule_id.exists() & (M.status == ScheduleStatus.ACTIVE),
+        )
         return 0, False
     counted = update_if(
         schedule,

@@ -77,8 +77,20 @@ class Fire:
             return FireStatus.RUNNING
         return self.status
 
-    @property
-    def duration_ms(self) -> int | None:
-        if self.finished_at is None or self.started_at is None:
+    def began_at(self, attempted: bool) -> int | None:
+        """When its delivery began, as a reader is told: its due time once its runs were dispatched
+        (a Fire dispatched ahead begins at its time, not at its dispatch), or its dispatch if that
+        came later; None for one never dispatched, or ended before any request was made
+        (`attempted`: whether a run of it made one), as a Fire cancelled while it waited."""
+        if self.started_at is None:
             return None
-        return self.finished_at - self.started_at
+        if self.status in (FireStatus.CANCELLED, FireStatus.MISSED, FireStatus.SKIPPED) and not attempted:
+            return None
+        return max(self.started_at, self.due_ms)
+
+    def duration_ms(self, attempted: bool) -> int | None:
+        """From its beginning (began_at) to its end; None while it has not both."""
+        began = self.began_at(attempted)
+        if self.finished_at is None or began is None:
+            return None
+        return max(0, self.finished_at - began)

@@ -19,6 +19,7 @@ The problem text never quotes the value: header values are often credentials.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Final
 
 MAX_NAME_LENGTH: Final = 128
@@ -44,6 +45,20 @@ RESERVED_NAMES: Final = frozenset(
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # field-content: VCHAR, with SP / HTAB only between visible characters.
 _VALUE: Final = re.compile(r"(?:[\x21-\x7e](?:[ \t\x21-\x7e]*[\x21-\x7e])?)?")
+
+
+SCHEDULE_ID_HEADER: Final = "edgecron-schedule-id"
+FIRE_TIME_HEADER: Final = "edgecron-fire-time"
+
+
+def fire_headers(schedule_id: str | None, fire_at_ms: int | None) -> dict[str, str]:
+    """The headers that name the schedule and the nominal fire time a scheduled delivery is for
+    (none for an event's or a direct run's): a late catch-up run or a retry is recognisable for
+    what it is, as EventBridge Scheduler passes its scheduled time."""
+    if schedule_id is None or fire_at_ms is None:
+        return {}
+    when = datetime.fromtimestamp(fire_at_ms / 1000, UTC).isoformat(timespec="milliseconds")
+    return {SCHEDULE_ID_HEADER: schedule_id, FIRE_TIME_HEADER: when.replace("+00:00", "Z")}
 
 
 def is_reserved(name: str) -> bool:

@@ -79,6 +79,24 @@ class Schedule:
         nxt = cron_rules.next_fire(spec, clock.from_ms(after_ms))
         return self.within_window(clock.to_ms(nxt) if nxt else None)
 
+    def upcoming(self, now_ms: int, n: int) -> list[int]:
+        """The next `n` fire times after `now_ms` that will be delivered, as a user is told them
+        (`next_fire_time`, `preview`): none while it is paused, ended or finished; a cron schedule's
+        from its expression inside the [start_at, end_at] window, whatever has been dispatched
+        ahead; a one-time schedule's `at` until that time has passed."""
+        if n <= 0 or self.status != ScheduleStatus.ACTIVE or self.finished:
+            return []
+        if self.cron is None:
+            return [self.at] if self.at is not None and self.at > now_ms else []
+        after = now_ms if self.start_at is None else max(now_ms, self.start_at - 1)
+        try:
+            spec = cron_rules.parse_cron(self.cron, self.timezone)
+            found = cron_rules.next_fires(spec, clock.from_ms(after), min(n, cron_rules.MAX_PREVIEW))
+        except (cron_rules.CronError, ValueError, OverflowError):
+            return []
+        times = [clock.to_ms(t) for t in found]
+        return [t for t in times if self.within_window(t) is not None]
+
     def walked_past(self, walked_to_ms: int) -> Schedule:
         """The schedule once the scan's due walk has passed `walked_to_ms`. A schedule whose due
         entry stays on a wheel slot or on the every-tick key is not written when the scan dispatches
@@ -106,3 +124,14 @@ class Schedule:
         if self.cron is None or self.overlap_policy in (None, OverlapPolicy.ALLOW):
             return None
         return self.overlap_policy
+
+
+@dataclass(frozen=True)
+class ScheduleView:
+    """A Schedule as a user is told it: its next fire times from its timing and status (not how
+    far fires were dispatched ahead), and its last fire time from its Fires."""
+
+    schedule: Schedule
+    next_fire_at: int | None
+    last_fire_at: int | None
+    preview: list[int] | None  # the next fire times, when asked for

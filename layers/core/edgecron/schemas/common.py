@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+)
 from pydantic import Strict as PydanticStrict
 
 MAX_PAYLOAD_BYTES = 200 * 1024  # fits one SQS message (256 KiB) with the envelope
@@ -47,6 +55,24 @@ def _rfc3339_text(value: object) -> object:
     return value
 
 
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)  # the engine counts epoch milliseconds from here
+LATEST_TIME = datetime(3000, 1, 1, tzinfo=UTC)  # and computes fire times no further than this
+
+
+def _computable(value: datetime) -> datetime:
+    """A time the engine can compute with: in UTC between EARLIEST_TIME and LATEST_TIME (year 1 at a
+    positive offset is year 0 in UTC, which no date type holds)."""
+    try:
+        utc = value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        utc = None
+    if utc is None or not EARLIEST_TIME <= utc < LATEST_TIME:
+        raise ValueError("must lie between 1970-01-01T00:00:00Z and 3000-01-01T00:00:00Z")
+    return value
+
+
 # Times arrive as JSON strings: strict mode would refuse every string, so the RFC 3339 check above
 # is the strict part and pydantic then parses the text it let through.
-Rfc3339 = Annotated[AwareDatetime, BeforeValidator(_rfc3339_text), PydanticStrict(False)]
+Rfc3339 = Annotated[
+    AwareDatetime, BeforeValidator(_rfc3339_text), AfterValidator(_computable), PydanticStrict(False)
+]

@@ -33,12 +33,13 @@ from edgecron.domain import flow_control as flow
 from edgecron.domain import run_states as st
 from edgecron.domain.attempts import Attempt
 from edgecron.domain.endpoints import Endpoint
-from edgecron.domain.http_headers import header_problem, is_reserved
+from edgecron.domain.http_headers import fire_headers, header_problem, is_reserved
 from edgecron.domain.outcome import AttemptResult, Decision, decide
 from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
+from edgecron.domain.schedules import Schedule
 from edgecron.domain.signing import webhook_headers
 from edgecron.domain.task_runs import TaskRun
-from edgecron.domain.vocabulary import DisabledReason, ErrorKind, OperationalEvent
+from edgecron.domain.vocabulary import DisabledReason, ErrorKind, OperationalEvent, Source
 from edgecron.errors import StoredItemUnreadable
 from edgecron.observability import (
     ATTEMPT_LATENCY_MS,
@@ -119,12 +120,13 @@ class DeliveryBatch:
 @dataclass(frozen=True)
 class DeliveryContext:
     """What one attempt works from, each read once: the run as the claim returned it, its Endpoint
-    (None once deleted) and, through the batch, the retry policy its result needs (not read when
+    (None once deleted), a schedule run's Schedule (its settle and auto-pause count go by it) and, through the batch, the retry policy its result needs (not read when
     the attempt succeeds)."""
 
     run: TaskRun
     endpoint: Endpoint | None
     batch: DeliveryBatch
+    schedule: Schedule | None = None  # a schedule run's Schedule, read right before its request
 
     @property
     def policy_id(self) -> str | None:
@@ -171,11 +173,6 @@ def _deliver(
         return _not_claimed(app_id, run_id, now_ms)
     if run.claimed_from == st.RUNNING:  # took over an expired claim: its worker died mid-attempt
         record_lost_attempt(run, int(run.total_attempts) - 1, int(run.attempt_count) - 1, now_ms)
-    if fires.schedule_stopped(run):
-        fires.cancel_claimed(run, now_ms, "schedule paused or deleted")
-        return DeliveryReport(run_id, "cancelled")
-    if run.source == "schedule" and run.fire_at is not None and run.total_attempts == 1:
-        millis(FIRE_LAG_MS, max(0, now_ms - int(run.fire_at)))
     batch = batch or DeliveryBatch()
     endpoint = batch.endpoint(run.app_id, run.endpoint_id)
     ctx = DeliveryContext(run, endpoint, batch)
@@ -194,6 +191,13 @@ def _deliver(
             return held
     try:
         _wait_until_due(run, now_ms)
+        if run.source == Source.SCHEDULE:
+            ctx = replace(ctx, schedule=fires.schedule_of(run))
+            if fires.stopped(ctx.schedule):  # read last, right before the request: a pause wins
+                fires.cancel_claimed(run, clock.to_ms(clock.now()), fires.STOPPED, ctx.schedule)
+                return DeliveryReport(run_id, "cancelled")
+            if run.fire_at is not None and run.total_attempts == 1:
+                millis(FIRE_LAG_MS, max(0, clock.to_ms(clock.now()) - int(run.fire_at)))
         outcome = _attempt(ctx, endpoint, clock.to_ms(clock.now()), ends_by)
         return _conclude(ctx, clock.now(), outcome, outcome.result)
     finally:
@@ -347,6 +351,7 @@ def _attempt(ctx: DeliveryContext, endpoint: Endpoint, now_ms: int, ends_by: flo
         "user-agent": USER_AGENT,
         "content-type": "application/json",
         "edgecron-attempt": str(int(run.attempt_count)),
+        **(fire_headers(run.source_id, run.fire_at) if run.source == Source.SCHEDULE else {}),
     }
     secrets = ctx.batch.secrets(endpoint, now_ms)
     headers.update(webhook_headers(secrets, run.run_id, now_ms // 1000, body or b""))
@@ -478,7 +483,7 @@ def _conclude(
                 decision.outcome
             ]
         )
-        after_run_finished(finished, status, now_ms, ctx.endpoint)
+        after_run_finished(finished, status, now_ms, ctx.endpoint, ctx.schedule)
     else:
         if inline is not None:
             attempt_data.put(attempt)  # the run moved on meanwhile; the HTTP call still happened
@@ -486,15 +491,21 @@ def _conclude(
     return DeliveryReport(run.run_id, decision.outcome)
 
 
-def after_run_finished(run: TaskRun, status: str, now_ms: int, endpoint: Endpoint | None = None) -> None:
+def after_run_finished(
+    run: TaskRun,
+    status: str,
+    now_ms: int,
+    endpoint: Endpoint | None = None,
+    schedule: Schedule | None = None,
+) -> None:
     """Count the run for its Endpoint's health and settle what it belongs to (a schedule's Fire)
-    once the run is terminal. `endpoint` is the Endpoint the delivery read, when it read one."""
+    once the run is terminal. `endpoint` and `schedule` are those the delivery read, if it did."""
     endpoint_health.run_ended(run, status, now_ms, endpoint)
     if status == st.DEAD_LETTER and run.last_error_kind != ErrorKind.ENDPOINT_DISABLED:
         facts = operational_events.run_facts(run)
         operational_events.publish(run.app_id, OperationalEvent.RUN_DEAD_LETTERED, facts, now_ms, cause=run)
-    if run.source == "schedule":
-        fires.run_settled(run, status, now_ms)
+    if run.source == Source.SCHEDULE:
+        fires.run_settled(run, status, now_ms, schedule)
 
 
 def _kind_of(status_code: int | None) -> str | None:

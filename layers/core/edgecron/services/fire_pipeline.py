@@ -41,6 +41,7 @@ __all__ = [
     "interrupted_work",
     "is_late_first_delivery",
     "reconcile_late",
+    "record_owed",
     "schedule_work",
     "settle",
     "settle_if_done",
@@ -85,6 +86,11 @@ def dispatch_due_schedules(now: datetime, *, deadline: float | None = None) -> S
 def catch_up(schedule: Schedule, now: datetime, horizon_ms: int, report: ScheduleScanReport) -> Schedule:
     """Apply the missed-fire policy to a lagging schedule, then dispatch up to the horizon."""
     return schedules_scan.process(schedule, now, horizon_ms, report)
+
+
+def record_owed(schedule: Schedule, now: datetime) -> Schedule | None:
+    """Record MISSED the fire times a schedule about to be paused owes (see schedules_scan)."""
+    return schedules_scan.record_owed(schedule, now)
 
 
 def is_late_first_delivery(run: TaskRun, now_ms: int) -> bool:

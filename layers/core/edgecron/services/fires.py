@@ -34,15 +34,16 @@ def fire_status(statuses: list[str]) -> str | None:
     return fire_data.COMPLETED
 
 
-def run_settled(run: TaskRun, status: str, now_ms: int) -> None:
-    """Called when a schedule run reaches a terminal state."""
+def run_settled(run: TaskRun, status: str, now_ms: int, schedule: Schedule | None = None) -> None:
+    """Called when a schedule run reaches a terminal state; `schedule` is the copy its worker read
+    before the request (None: read here if needed)."""
     if run.source_id is None or run.fire_at is None:
         return
     final = fire_status([status]) if run.settles_fire else None
     if final is not None:  # the Fire's only run: its status is the Fire's, no read needed
-        schedule = None
         if stays_unwritten(run, final):
-            schedule = schedule_data.get(run.app_id, run.source_id, timing=False)
+            if schedule is None:
+                schedule = schedule_data.get(run.app_id, run.source_id, timing=False)
             if schedule is not None and schedule.cron is not None and not schedule.consecutive_failures:
                 return  # nothing to count and nothing to finish: the Fire reads as its run
         error = run.last_error if status in (st.FAILED, st.DEAD_LETTER) else None
@@ -60,24 +61,31 @@ def run_settled(run: TaskRun, status: str, now_ms: int) -> None:
             return
         fire = counted
     errors = {run.run_id: run.last_error} if run.last_error else None
-    settle_if_done(fire, now_ms, known={run.run_id: status}, errors=errors)
+    settle_if_done(fire, now_ms, known={run.run_id: status}, errors=errors, schedule=schedule)
 
 
-def schedule_stopped(run: TaskRun) -> bool:
-    """Whether a schedule run taken again (a retry, or a run a dead worker held) belongs to a paused or
-    deleted schedule: the pause could not cancel it while it was running, so its next attempt is not
-    made. First attempts need no read: pause and delete cancel those while they wait."""
-    if run.source != "schedule" or run.source_id is None or int(run.total_attempts) <= 1:
-        return False
-    schedule = schedule_data.get(run.app_id, run.source_id, consistent=True, timing=False)
-    return schedule is None or schedule.status != ScheduleStatus.ACTIVE
+STOPPED = "schedule paused or deleted"
 
 
-def cancel_claimed(run: TaskRun, now_ms: int, reason: str) -> None:
+def schedule_of(run: TaskRun) -> Schedule | None:
+    """A schedule run's Schedule as it is now (strongly consistent): the worker reads it right before
+    each request, so no run of a schedule is sent once a pause or delete has returned."""
+    if run.source_id is None:
+        return None
+    return schedule_data.get(run.app_id, run.source_id, consistent=True, timing=False)
+
+
+def stopped(schedule: Schedule | None) -> bool:
+    """Whether a schedule's runs must not be sent: it is paused or deleted. An ENDED schedule's
+    last fires, dispatched while it still fired, are delivered."""
+    return schedule is None or schedule.status == ScheduleStatus.PAUSED
+
+
+def cancel_claimed(run: TaskRun, now_ms: int, reason: str, schedule: Schedule | None = None) -> None:
     """End a run the caller holds the claim of as cancelled, and settle its Fire."""
     cancelled = run_data.finish(run, st.CANCELLED, now_ms, error=reason)
     if cancelled is not None:
-        run_settled(cancelled, st.CANCELLED, now_ms)
+        run_settled(cancelled, st.CANCELLED, now_ms, schedule)
 
 
 def run_final_again(run: TaskRun, now_ms: int) -> None:
@@ -130,7 +138,12 @@ def run_held_until(run: TaskRun, due_ms: int) -> None:
 
 
 def settle_if_done(
-    fire: Fire, now_ms: int, known: dict[str, str] | None = None, errors: dict[str, str] | None = None
+    fire: Fire,
+    now_ms: int,
+    known: dict[str, str] | None = None,
+    errors: dict[str, str] | None = None,
+    *,
+    schedule: Schedule | None = None,
 ) -> str | None:
     run_ids = fire_data.all_run_ids(fire)
     if run_ids is None:
@@ -163,7 +176,7 @@ def settle_if_done(
     settled = fire_data.settle(fire, final, now_ms, error)
     if settled is None:
         return None
-    after_settle(settled, final, now_ms, error)
+    after_settle(settled, final, now_ms, error, schedule=schedule)
     return final
 
 
@@ -244,8 +257,12 @@ def _auto_paused(fire: Fire, failures: int, error: str | None, now_ms: int) -> N
         fire.app_id, OperationalEvent.SCHEDULE_PAUSED, {**data, "name": name, "reason": message}, now_ms
     )
     logger.warning("schedule auto-paused", extra={"schedule_id": fire.schedule_id, "failures": failures})
-    cancel_open(
-        fire.schedule_id, now_ms, "schedule paused after consecutive failures", last_fire_ms=fire.fire_at
+    cancel_open(  # as a user's pause: the fires still to come wait for the worker's check
+        fire.schedule_id,
+        now_ms,
+        "schedule paused after consecutive failures",
+        last_fire_ms=fire.fire_at,
+        keep=lambda open_fire: open_fire.fire_at > now_ms and not open_fire.manual,
     )
 
 

@@ -130,19 +130,6 @@ def get(app_id: str, schedule_id: str) -> Schedule:
     return schedule
 
 
-def preview(schedule: Schedule, n: int) -> list[int]:
-    """The next n fire times (the stored next one first)."""
-    if schedule.next_fire_at is None or n <= 0:
-        return []
-    spec = schedule.spec()
-    first = schedule.next_fire_at
-    if spec is None:
-        return [first]
-    rest = cron.next_fires(spec, clock.from_ms(first), n - 1)
-    times = [first, *(clock.to_ms(t) for t in rest)]
-    return [t for t in times if schedule.within_window(t) is not None]
-
-
 def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) -> Schedule:
     changes: dict[str, Any] = req.model_dump(exclude_unset=True)
     for field in ("timezone", "endpoint_ids", "missed_policy", "jitter_sec", "overlap_policy"):
@@ -221,20 +208,35 @@ def still_fires_at(schedule: Schedule, fire_at_ms: int) -> bool:
 
 
 def pause(app_id: str, schedule_id: str, now: datetime, reason: str | None = None) -> Schedule:
-    """Stop firing; cancel fires dispatched ahead and pending retries (resume will not bring them back).
-    `reason` is kept on the schedule until it is resumed; pausing a paused schedule with a new
-    reason replaces it."""
-    return _stop(app_id, schedule_id, now, "schedule paused", pause_reason=reason)
+    """Stop firing: no fire whose time comes after now is delivered while it stays paused (the
+    worker reads the schedule right before each request), pending retries are cancelled (resume
+    will not bring them back), and fire times it owed from before now are recorded MISSED. Fires
+    dispatched ahead stay: a resume before their time delivers them. `reason` is kept on the
+    schedule until it is resumed; pausing a paused schedule with a new reason replaces it."""
+    return _stop(app_id, schedule_id, now, "schedule paused", pause_reason=reason, deleting=False)
 
 
 def _stop(
-    app_id: str, schedule_id: str, now: datetime, reason: str, *, pause_reason: str | None = None
+    app_id: str,
+    schedule_id: str,
+    now: datetime,
+    reason: str,
+    *,
+    pause_reason: str | None = None,
+    deleting: bool = True,
 ) -> Schedule:
-    """PAUSED first (no scan dispatches it any more), then cancel its open Fires; an already paused
-    schedule is cancelled again, so a retried pause or delete finishes what a crashed one began."""
+    """PAUSED first (no scan dispatches it any more), then cancel its open Fires (a pause spares
+    those still to come); an already paused schedule is cancelled again, so a retried pause or
+    delete finishes what a crashed one began."""
+    now_ms = clock.to_ms(now)
     for _ in range(5):
         schedule = get(app_id, schedule_id)
         paused = schedule.status == ScheduleStatus.PAUSED
+        if not paused and not deleting:
+            caught_up = fire_pipeline.record_owed(schedule, now)
+            if caught_up is None:
+                continue  # another writer moved it: read it again
+            schedule = caught_up
         if not paused or (pause_reason is not None and pause_reason != schedule.pause_reason):
             version = schedule.version
             schedule = replace(
@@ -248,7 +250,13 @@ def _stop(
             )
             if not data.save_if_version(schedule, version):
                 continue
-        fire_pipeline.cancel_open(schedule_id, clock.to_ms(now), reason, last_fire_ms=_latest(schedule))
+        fire_pipeline.cancel_open(
+            schedule_id,
+            now_ms,
+            reason,
+            last_fire_ms=_latest(schedule),
+            keep=None if deleting else (lambda fire: fire.fire_at > now_ms and not fire.manual),
+        )
         return schedule
     raise Conflict("the schedule is changing concurrently; try again", "id")
 

@@ -32,6 +32,7 @@ from edgecron.domain.cron import CronError
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.task_runs import TaskRun
+from edgecron.domain.vocabulary import MissedPolicy
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
 from edgecron.services import fire_dispatch, fires, operational_events, usage
 from edgecron.services.scan_work import Budget, Work, first_shard, item_failed, run_fairly
@@ -186,7 +187,7 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
     outbox = FireOutbox(
         now, report, walked=walked_to is not None, write_all=not get_settings().due_walk_advances
     )
-    stopped = False
+    stopped = completed = False
     upcoming: schedule_data.Due | None = None
     try:
         upcoming = next(incoming, None)
@@ -238,13 +239,17 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
             if outbox.full:
                 outbox.flush()
             yield
+        completed = True
     except GeneratorExit:  # the tick's time ran out
         stopped = True
         raise
+    except Exception:  # the walk's own read failed: the mark stays, the next tick reads it all again
+        report.item_failures += 1
+        item_failed("schedules", "due walk")
     finally:
         try:
             outbox.flush()  # the rest, also when the tick's time ran out: dispatched is sent and advanced
-            if mark.backfilled and (stopped or (upcoming is None and not taken)):
+            if mark.backfilled and (stopped or completed):
                 # until every schedule has a slot, every tick reads every slot (table_work)
                 reached = _reached(upcoming, met, horizon, stopped)
                 if reached is not None:
@@ -399,6 +404,28 @@ def _outbox_steps(schedule: Schedule, horizon_ms: int, outbox: FireOutbox) -> It
         if advanced is None:
             return  # another writer moved it first
         schedule = advanced
+
+
+def record_owed(schedule: Schedule, now: datetime) -> Schedule | None:
+    """A schedule about to be paused that lags (fire times passed while it was ACTIVE that no scan
+    dispatched): record them MISSED, whatever its missed-fire policy, since a paused schedule runs
+    nothing, and move it past now. The schedule as moved; itself when it does not lag; None when
+    another writer moved it first."""
+    cutoff = now - GRACE
+    if (
+        not schedule.is_active
+        or schedule.next_fire_at is None
+        or schedule.next_fire_at >= clock.to_ms(cutoff)
+    ):
+        return schedule
+    plan = plan_catch_up(
+        schedule.spec(),
+        clock.from_ms(schedule.at) if schedule.cron is None and schedule.at is not None else None,
+        clock.from_ms(schedule.next_fire_at),
+        _catch_up_until(schedule, cutoff),
+        MissedPolicy.SKIP,
+    )
+    return schedule if plan is None else apply_catch_up(schedule, plan, now)
 
 
 def _catch_up_until(schedule: Schedule, cutoff: datetime) -> datetime:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -14,6 +15,7 @@ from edgecron.api.context import current_app_id
 from edgecron.api.idempotency import IdempotencyKey, run_once
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor
 from edgecron.api.responses import docs
+from edgecron.domain.schedules import Schedule
 from edgecron.schemas.schedules import (
     FireList,
     FireOut,
@@ -30,6 +32,10 @@ router = Router()
 TAGS = ["Schedules"]
 
 
+def _out(schedule: Schedule, now: datetime, preview: int = 0) -> ScheduleOut:
+    return mappers.schedule_out(history.view(schedule, now, preview))
+
+
 @router.post(
     "/v1/schedules",
     summary="Create a Schedule (cron or one-time)",
@@ -40,11 +46,12 @@ def create_schedule(body: ScheduleCreate, idempotency_key: IdempotencyKey = None
     app_id = current_app_id()
 
     def create(schedule_id: str) -> ScheduleOut:
-        return mappers.schedule_out(service.create(app_id, body, clock.now(), schedule_id))
+        now = clock.now()
+        return _out(service.create(app_id, body, now, schedule_id), now)
 
     def recover(schedule_id: str) -> ScheduleOut | None:
         schedule = history.find(app_id, schedule_id, consistent=True)
-        return None if schedule is None else mappers.schedule_out(schedule)
+        return None if schedule is None else _out(schedule, clock.now())
 
     return run_once(
         app_id, "schedules", idempotency_key, body.model_dump(mode="json"), "sch", 201, create, recover
@@ -55,9 +62,8 @@ def create_schedule(body: ScheduleCreate, idempotency_key: IdempotencyKey = None
 def list_schedules(limit: Limit = 20, cursor: Cursor = None) -> SchedulePage:
     app_id = current_app_id()
     page = history.list_page(app_id, limit, decode_cursor(cursor, "app_id", app_id))
-    return SchedulePage(
-        data=[mappers.schedule_out(s) for s in page.items], next_cursor=encode_cursor(page.last_key)
-    )
+    now = clock.now()
+    return SchedulePage(data=[_out(s, now) for s in page.items], next_cursor=encode_cursor(page.last_key))
 
 
 @router.get(
@@ -68,7 +74,7 @@ def list_schedules(limit: Limit = 20, cursor: Cursor = None) -> SchedulePage:
 )
 def get_schedule(schedule_id: str, preview: Annotated[int, Query(ge=0, le=20)] = 0) -> ScheduleOut:
     schedule = service.get(current_app_id(), schedule_id)
-    return mappers.schedule_out(schedule, service.preview(schedule, preview) if preview else None)
+    return _out(schedule, clock.now(), preview)
 
 
 @router.patch(
@@ -78,7 +84,8 @@ def get_schedule(schedule_id: str, preview: Annotated[int, Query(ge=0, le=20)] =
     responses=docs(200, ScheduleOut, 404, 409, 413),
 )
 def update_schedule(schedule_id: str, body: ScheduleUpdate) -> ScheduleOut:
-    return mappers.schedule_out(service.update(current_app_id(), schedule_id, body, clock.now()))
+    now = clock.now()
+    return _out(service.update(current_app_id(), schedule_id, body, now), now)
 
 
 @router.delete(
@@ -100,7 +107,8 @@ def delete_schedule(schedule_id: str) -> Response[str]:
 )
 def pause_schedule(schedule_id: str, body: PauseRequest | None = None) -> ScheduleOut:
     reason = body.reason if body is not None else None
-    return mappers.schedule_out(service.pause(current_app_id(), schedule_id, clock.now(), reason))
+    now = clock.now()
+    return _out(service.pause(current_app_id(), schedule_id, now, reason), now)
 
 
 @router.post(
@@ -110,7 +118,8 @@ def pause_schedule(schedule_id: str, body: PauseRequest | None = None) -> Schedu
     responses=docs(200, ScheduleOut, 404, 409),
 )
 def resume_schedule(schedule_id: str) -> ScheduleOut:
-    return mappers.schedule_out(service.resume(current_app_id(), schedule_id, clock.now()))
+    now = clock.now()
+    return _out(service.resume(current_app_id(), schedule_id, now), now)
 
 
 @router.post(

@@ -1,0 +1,95 @@
+"""`Idempotency-Key` on creates: a repeat within 24 h returns the first response; another body → 409.
+
+The record keeps the response without its secrets (a signing secret is shown in one response only),
+so a replay answers the same object without `secret`. A request that died mid-way holds the key only
+until its invocation's timeout; the retry then answers for the object the dead one made (ids derive
+from the key), or makes it (docs/security.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Header
+from pydantic import BaseModel
+
+from edgecron import clock, ids
+from edgecron.api.context import time_left_ms
+from edgecron.data import idempotency as store
+from edgecron.domain.idempotency import DONE, Stored
+from edgecron.errors import Conflict, ParamInvalid
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(alias="idempotency-key", description="makes a create safe to retry for 24 h", max_length=255),
+]
+#: Response fields shown once and never stored for a replay.
+SECRET_FIELDS = frozenset({"secret", "api_key"})
+
+
+def without_secrets(body: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in body.items() if name not in SECRET_FIELDS}
+
+
+def _answer(status: int, body: Any, headers: dict[str, str] | None = None) -> Response[Any]:
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=body, headers=headers
+    )
+
+
+def run_once[Out: BaseModel](
+    app_id: str,
+    scope: str,
+    key: str | None,
+    request: Any,
+    prefix: str,
+    status: int,
+    create: Callable[[str], Out],
+    recover: Callable[[str], Out | None],
+) -> Response[Out]:
+    """Run `create(new_id)` once per (App, scope, key) and replay its stored answer afterwards.
+    `recover(id)` answers for an object an earlier request with the key made before it died."""
+    now_ms = clock.to_ms(clock.now())
+    if key is None:
+        return _answer(status, create(ids.new_id(prefix, now_ms)))
+    if not key.strip():
+        raise ParamInvalid("Idempotency-Key must not be empty", "Idempotency-Key")
+    idem_key = f"{app_id}#{scope}#{key}"
+    request_hash = hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()
+    claimed = store.claim(idem_key, request_hash, now_ms, time_left_ms())
+    if isinstance(claimed, Stored):
+        return _replay(claimed, request_hash)
+    object_id = ids.keyed_id(prefix, claimed.first_ms, idem_key)
+    answer = recover(object_id) if claimed.taken_over else None
+    if answer is None:
+        try:
+            answer = create(object_id)
+        except Exception:
+            store.release(idem_key)
+            raise
+    stored = without_secrets(answer.model_dump(mode="json"))
+    store.complete(idem_key, status, json.dumps(stored, separators=(",", ":")))
+    return _answer(status, answer)
+
+
+def _replay(existing: Stored, request_hash: str) -> Response[Any]:
+    if existing.request_hash != request_hash:
+        raise Conflict(
+            "Idempotency-Key was already used with a different request",
+            "Idempotency-Key",
+            code="IDEMPOTENCY_KEY_REUSED",
+        )
+    if existing.status != DONE or existing.response_body is None:
+        raise Conflict(
+            "a request with this Idempotency-Key is still in progress",
+            "Idempotency-Key",
+            code="IDEMPOTENCY_IN_PROGRESS",
+        )
+    return _answer(
+        existing.response_status or 200,
+        json.loads(existing.response_body),
+        headers={"idempotent-replayed": "true"},
+    )

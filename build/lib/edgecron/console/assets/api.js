@@ -1,0 +1,82 @@
+// The console's only way to EdgeCron's data: the public HTTP API, with the key from sessionStorage.
+
+const KEY = "edgecron.key";
+const ROLE = "edgecron.role";
+
+export const session = {
+  key: () => sessionStorage.getItem(KEY),
+  role: () => sessionStorage.getItem(ROLE),
+  save(key, role) { sessionStorage.setItem(KEY, key); sessionStorage.setItem(ROLE, role); },
+  clear() { sessionStorage.removeItem(KEY); sessionStorage.removeItem(ROLE); },
+};
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    const error = (body && body.error) || {};
+    super(error.message || `HTTP ${status}`);
+    this.status = status;
+    this.code = error.code || "HTTP";
+    this.field = error.field || null;
+  }
+}
+
+/** One API call; the key goes in the Authorization header only, never in a URL. */
+export async function api(method, path, { body, params, key } = {}) {
+  const url = new URL(path, window.location.origin);
+  for (const [name, value] of Object.entries(params || {})) {
+    if (value !== undefined && value !== null && value !== "") url.searchParams.set(name, value);
+  }
+  const headers = { authorization: `Bearer ${key || session.key()}` };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetch(url, {
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer",
+  });
+  const text = await response.text();
+  let parsed = null;
+  try { parsed = text ? JSON.parse(text) : null; } catch { parsed = null; }
+  if (!response.ok) throw new ApiError(response.status, parsed);
+  return parsed;
+}
+
+export const get = (path, params) => api("GET", path, { params });
+export const post = (path, body) => api("POST", path, { body: body === undefined ? {} : body });
+export const patch = (path, body) => api("PATCH", path, { body });
+
+/**
+ * A view that draws only what is new. `show(load, draw)` draws the answer of the newest `load` and
+ * only when it differs from what is on the page: a poll that finds nothing new leaves the page alone
+ * (keyboard focus, a checkbox being clicked), and an older answer that arrives late never replaces a
+ * newer one (a filter applied while the first load is on its way).
+ */
+export function freshView() {
+  let shown = null;
+  let latest = 0;
+  return async (load, draw) => {
+    const mine = ++latest;
+    const data = await load();
+    if (mine !== latest) return;
+    const key = JSON.stringify(data);
+    if (key === shown) return;
+    shown = key;
+    draw(data);
+  };
+}
+
+/**
+ * Run `task` now and again every `base` ms while the page lives; after a failure the wait doubles up
+ * to `max`, and a success brings it back to `base`. Hidden tabs wait too. Returns a stop function.
+ */
+export function poll(task, { base = 3000, max = 60000, alive = () => true } = {}) {
+  let wait = base;
+  let timer = null;
+  let stopped = false;
+  const run = async () => {
+    if (stopped || !alive()) return;
+    if (document.hidden) { timer = setTimeout(run, base); return; }
+    try { await task(); wait = base; } catch (error) { wait = Math.min(max, wait * 2); if (error && error.status === 401) return; }
+    if (!stopped && alive()) timer = setTimeout(run, wait);
+  };
+  run();
+  return () => { stopped = true; clearTimeout(timer); };
+}

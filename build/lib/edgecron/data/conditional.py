@@ -1,0 +1,50 @@
+"""Conditional writes: the only concurrency control EdgeCron needs. A write whose condition fails is
+a normal outcome (someone else won), returned as False; any other error propagates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pynamodb.exceptions import DeleteError, PutError, UpdateError
+from pynamodb.models import Model
+
+from edgecron.data.keys import at_version
+
+SAVE_ATTEMPTS = 5  # read-modify-save rounds (save_if_unchanged) before a concurrent change is a 409
+
+
+def condition_failed(exc: UpdateError | PutError | DeleteError) -> bool:
+    return exc.cause_response_code == "ConditionalCheckFailedException"
+
+
+def update_if(item: Model, actions: list[Any], condition: Any) -> bool:
+    """Apply `actions` if `condition` holds; the item is refreshed with the new values on success."""
+    try:
+        item.update(actions=actions, condition=condition)
+        return True
+    except UpdateError as exc:
+        if condition_failed(exc):
+            return False
+        raise
+
+
+def save_if(item: Model, condition: Any) -> bool:
+    try:
+        item.save(condition=condition)
+        return True
+    except PutError as exc:
+        if condition_failed(exc):
+            return False
+        raise
+
+
+def save_if_unchanged(item: Any, exists: Any) -> bool:
+    """Optimistic locking for read-modify-save: write `item` whole only if its stored `version` is
+    still the one read (None = written before items had versions), and move the version on."""
+    read = item.version
+    unchanged = at_version(type(item), read)
+    item.version = int(read or 0) + 1
+    if save_if(item, exists & unchanged):
+        return True
+    item.version = read
+    return False

@@ -1,0 +1,201 @@
+"""Where the scan's check of recent runs stands, per App. Runs whose message is sent when they are
+created have no `wake` entry; the scan reads each App's runs created since its mark (the queries of
+the App's partitions of the Task Runs table) and gives any still unfinished the entry it would have
+had. The mark moves only after a batch is handled, so a tick that stops early re-reads that batch
+(every write is conditional).
+
+The mark also carries the check's count: the direct runs it counts (an App without a quota's) are
+added to the mark item with the mark's move, one write per batch, and wait there under the newest
+month counted until a later month's run is checked (or a quota is set): then they go to that month's
+counter with one ADD. Usage reads add what the mark holds for their month (data/usage.py).
+
+The same item says how far the App's runs may reach (`created_until`): before a container puts a run
+sent at creation, it makes sure the item covers the run's time, writing `now + COVER_MS` when less
+than RENEW_MS of its last cover is left (about one write per App and container every nine minutes).
+An App whose runs cannot reach past its mark is not queried at all, so an idle App costs the check
+nothing but its share of the marks' batch read. An App without `created_until` (one created by an
+earlier release that has not created a run since) is queried every tick, as before."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pynamodb.exceptions import DoesNotExist, UpdateError
+
+from edgecron import ids
+from edgecron.config import Settings
+from edgecron.data import usage
+from edgecron.data.conditional import update_if
+from edgecron.data.models import RUNS_CHECKED_MONTH, AppModel, RunsCheckedModel
+from edgecron.data.remembered import Remembered
+
+PAGE = 100  # Apps per batch read of their marks
+COVER_MS = 600_000  # how far ahead a cover reaches
+RENEW_MS = 60_000  # a container writes a new cover when less than this is left of its last one
+_COVERED: Remembered[int] = Remembered()  # App id → the cover this container wrote
+SETTLE_SEC = 150  # a create reads the clock before its put lands: longer than the fan-out's timeout
+LANDED_MS = 60_000  # a write made this long before the check reads the run has landed
+
+
+def check_lag_ms(settings: Settings) -> int:
+    """How old a run sent at its creation is when the scan checks it: as old as it is when the wake
+    time it would have had (due + REDISPATCH_AFTER_SEC) enters the look-ahead window, but at least
+    SETTLE_SEC (unless REDISPATCH_AFTER_SEC itself is shorter), so its put has landed."""
+    redispatch = settings.redispatch_after_sec
+    return min(redispatch, max(redispatch - settings.lookahead_sec, SETTLE_SEC)) * 1000
+
+
+def checked_later(run_id: str, now_ms: int, settings: Settings) -> bool:
+    """Whether the check of recent runs is still to read this run (its id sorts after where the
+    check can be by now, with time for a write made now to land): a run without a `wake` entry that
+    waits for a short retry needs none, since the check finds it then if its message is lost."""
+    id_ms = ids.ms_of(run_id)
+    return id_ms is not None and id_ms + check_lag_ms(settings) - LANDED_MS > now_ms
+
+
+@dataclass(frozen=True)
+class CheckMark:
+    """An App's check state: the last run checked (None before its first check), how far its runs
+    sent at creation may reach (None: unknown, so every tick checks it), and the direct runs of
+    `counted_month` the check counted and holds here (not yet in that month's counter)."""
+
+    checked_key: str | None
+    created_until: int | None
+    counted_month: str | None = None
+    counted: int = 0
+
+
+def _mark_of(item: RunsCheckedModel) -> CheckMark:
+    return CheckMark(
+        checked_key=None if item.checked_key is None else str(item.checked_key),
+        created_until=None if item.created_until is None else int(item.created_until),
+        counted_month=item.counted_month,
+        counted=int(item.counted or 0),
+    )
+
+
+def cover(app_id: str, now_ms: int) -> None:
+    """Before a run of the App sent at creation is put (its id time at most `now_ms`): the App's
+    `created_until` reaches at least `now_ms`. A failed write raises, so the run is not put."""
+    if (_COVERED.get(app_id, now_ms) or 0) - RENEW_MS >= now_ms:
+        return
+    until = now_ms + COVER_MS
+    M = RunsCheckedModel
+    try:
+        M(app_id=app_id, month=RUNS_CHECKED_MONTH).update(
+            actions=[M.created_until.set(until)],
+            condition=M.created_until.does_not_exist() | (M.created_until < until),
+        )
+    except UpdateError as exc:
+        if exc.cause_response_code != "ConditionalCheckFailedException":
+            raise
+        # another container covered further: its cover holds this run too
+    _COVERED.put(app_id, until, now_ms)
+
+
+def cover_none(app_id: str) -> None:
+    """A new App has no runs yet: a cover of 0 lets the check skip it until it creates one."""
+    RunsCheckedModel(app_id=app_id, month=RUNS_CHECKED_MONTH, created_until=0).save(
+        condition=RunsCheckedModel.app_id.does_not_exist()
+    )
+
+
+def app_pages() -> Iterator[list[tuple[str, int]]]:
+    """(app_id, created_at) of every App, 100 at a time (the scan reads the two attributes only)."""
+    page: list[tuple[str, int]] = []
+    for app in AppModel.scan(attributes_to_get=["app_id", "created_at"]):
+        page.append((app.app_id, int(app.created_at)))
+        if len(page) == PAGE:
+            yield page
+            page = []
+    if page:
+        yield page
+
+
+def marks(app_ids: list[str]) -> dict[str, CheckMark]:
+    """The marks of these Apps (at most 100), one consistent batch read; an App without one is left out."""
+    keys = [(app_id, RUNS_CHECKED_MONTH) for app_id in app_ids]
+    return {item.app_id: _mark_of(item) for item in RunsCheckedModel.batch_get(keys, consistent_read=True)}
+
+
+def mark(app_id: str, *, consistent: bool = False) -> CheckMark | None:
+    """One App's check state (None: the App has no mark item yet)."""
+    try:
+        return _mark_of(RunsCheckedModel.get(app_id, RUNS_CHECKED_MONTH, consistent_read=consistent))
+    except DoesNotExist:
+        return None
+
+
+def mark_checked(app_id: str, key: str, counts: Mapping[str, int], seen: CheckMark | None) -> CheckMark:
+    """Move the App's mark to `key`, past a batch the check has handled, and count the batch's runs it
+    counts (`counts`: direct runs by the month of their creation) in the same write: they wait on the
+    mark under the newest month counted. A batch of a later month first moves what the mark holds to
+    that month's counter (one ADD a month); a batch's runs of an older month go to their counter at
+    once. `seen` is the mark as this check last read or wrote it. A check that dies before this write
+    neither moved its mark nor counted: the next tick reads the batch again. Returns the mark now."""
+    M = RunsCheckedModel
+    item = M(app_id=app_id, month=RUNS_CHECKED_MONTH)
+    counts = {month: n for month, n in counts.items() if n}
+    if not counts:
+        set_checked_key(app_id, key)
+        return replace(seen or CheckMark(None, None), checked_key=key)
+    newest = max(counts)
+    for month, n in counts.items():
+        if month != newest:
+            usage.add(app_id, month, "direct", n)
+    n = counts[newest]
+    held_month = seen.counted_month if seen is not None else None
+    held = seen.counted if seen is not None else 0
+    actions: list[Any] = [M.checked_key.set(key), M.counted_month.set(newest)]
+    if held_month is None or held_month == newest:
+        actions.append(M.counted.add(n))
+        condition = M.counted_month.does_not_exist() | (M.counted_month == newest)
+    elif held_month < newest:  # a later month: what the mark holds goes to its month's counter first
+        if held:
+            usage.add(app_id, held_month, "direct", held)
+        actions.append(M.counted.set(n))
+        condition = (M.counted_month == held_month) & (M.counted == held)
+    else:  # runs older than what the mark holds (two ticks overlapped): their counter at once
+        usage.add(app_id, newest, "direct", n)
+        set_checked_key(app_id, key)
+        return replace(seen or CheckMark(None, None), checked_key=key)
+    if update_if(item, actions, condition):
+        return _mark_of(item)
+    # another tick changed the count meanwhile: these runs go to their counter (a month's count this
+    # call moved may be moved again by the next one: too much, never too little)
+    usage.add(app_id, newest, "direct", n)
+    set_checked_key(app_id, key)
+    return mark(app_id, consistent=True) or CheckMark(key, None)
+
+
+def move_counted(app_id: str) -> None:
+    """Move the runs the App's mark holds to their month's counter (before a quota starts reading
+    the counter: the quota check reads the counter alone). The count goes to the counter first,
+    then is taken off the mark (a decrement, so runs a check adds meanwhile stay): a crash in
+    between counts them twice, never none."""
+    held = mark(app_id, consistent=True)
+    if held is None or held.counted_month is None or held.counted <= 0:
+        return
+    usage.add(app_id, held.counted_month, "direct", held.counted)
+    M = RunsCheckedModel
+    update_if(
+        M(app_id=app_id, month=RUNS_CHECKED_MONTH),
+        [M.counted.add(-held.counted)],
+        (M.counted_month == held.counted_month) & (M.counted >= held.counted),
+    )
+
+
+def held_for(app_id: str, month: str) -> int:
+    """The direct runs of `month` the App's mark holds (counted, not yet in the month's counter)."""
+    held = mark(app_id)
+    return held.counted if held is not None and held.counted_month == month else 0
+
+
+def set_checked_key(app_id: str, key: str) -> None:
+    """Set the mark alone (the cover beside it is the creators'): each scan sets only keys it has
+    handled, so two overlapping ticks can at worst move the mark back, and the runs after it are
+    checked again (every write of the check is conditional)."""
+    M = RunsCheckedModel
+    M(app_id=app_id, month=RUNS_CHECKED_MONTH).update(actions=[M.checked_key.set(key)])

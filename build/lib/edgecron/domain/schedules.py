@@ -1,0 +1,108 @@
+"""A Schedule: where (its Endpoints, or every Endpoint of its App) and when (a cron expression in
+a time zone, or one time `at`) to deliver its payload, and how far its fires have got. Times are
+epoch milliseconds. The data layer reads and writes it whole or by compare-and-set, and keeps the
+index attributes that put it in the scan's due index to itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from edgecron import clock
+from edgecron.domain import cron as cron_rules
+from edgecron.domain.vocabulary import MissedPolicy, OverlapPolicy, ScheduleStatus
+
+
+@dataclass(frozen=True)
+class Schedule:
+    app_id: str
+    schedule_id: str
+    created_at: int
+    updated_at: int
+    name: str | None = None
+    cron: str | None = None  # one of cron and at
+    at: int | None = None
+    timezone: str = "UTC"
+    endpoint_ids: tuple[str, ...] = ()  # empty: every Endpoint of the App at fire time
+    payload: Any = None
+    status: ScheduleStatus = ScheduleStatus.ACTIVE
+    missed_policy: MissedPolicy = MissedPolicy.RUN_ONCE
+    retry_policy_id: str | None = None
+    consecutive_failures: int = 0
+    pause_reason: str | None = None  # why it was paused (by a user or by failures)
+    start_at: int | None = None  # no fire before this time
+    end_at: int | None = None  # no fire after this time; past it a cron schedule is ENDED
+    jitter_sec: int | None = None  # each fire is due at an offset in [0, jitter_sec)
+    overlap_policy: OverlapPolicy | None = None  # None: ALLOW
+    # the overlap slot (SKIP, BUFFER_ONE): the Fire admitted last while open, and the one waiting
+    overlap_running_at: int | None = None
+    overlap_buffered_at: int | None = None
+    next_fire_at: int | None = None  # None: nothing left to fire (one-time fired, window ended)
+    finished: bool = False
+    missed_left_out: int = 0  # MISSED Fires a catch-up counted but did not write
+    last_fire_at: int | None = None  # the latest fire time dispatched
+    version: int = 1  # moved by every write: the compare-and-set of user edits
+    due_slot: int | None = None  # where the scan's due index holds it, as read (the data layer sets it)
+    # next_fire_at as stored, which a compare-and-set of the timing checks: for a schedule on a day
+    # or hour wheel it may lag the next fire (see walked_past); None for one not read from storage
+    stored_next_fire_at: int | None = None
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == ScheduleStatus.ACTIVE
+
+    @property
+    def is_broadcast(self) -> bool:
+        """Bound to every active Endpoint of the App at fire time (no listed endpoint_ids)."""
+        return not self.endpoint_ids
+
+    def fires_next_at(self, fire_at_ms: int) -> bool:
+        """ACTIVE, and its stored next fire time is `fire_at_ms`: a dispatcher may fire it."""
+        return self.is_active and self.next_fire_at == fire_at_ms
+
+    def spec(self) -> cron_rules.CronSpec | None:
+        """Its cron expression in its time zone; None for a one-time schedule."""
+        return cron_rules.parse_cron(self.cron, self.timezone) if self.cron else None
+
+    def within_window(self, fire_at_ms: int | None) -> int | None:
+        """`fire_at_ms` if it lies inside the [start_at, end_at] window, else None (a time before
+        start_at is never passed: timing starts the search there)."""
+        if fire_at_ms is None or (self.end_at is not None and fire_at_ms > self.end_at):
+            return None
+        return fire_at_ms
+
+    def next_after(self, after_ms: int) -> int | None:
+        """The next fire strictly after `after_ms` inside the window (None for a one-time schedule)."""
+        spec = self.spec()
+        if spec is None:
+            return None
+        nxt = cron_rules.next_fire(spec, clock.from_ms(after_ms))
+        return self.within_window(clock.to_ms(nxt) if nxt else None)
+
+    def walked_past(self, walked_to_ms: int) -> Schedule:
+        """The schedule once the scan's due walk has passed `walked_to_ms`. A schedule whose due
+        entry stays on a wheel slot or on the every-tick key is not written when the scan dispatches
+        a fire that leaves it there: the walk passes a fire time only once the fires found up to it
+        were dispatched, so every fire time from the stored one up to `walked_to_ms` is done, and the
+        next fire is the first after it. A later stored next fire time (a resume, an edit) stands."""
+        stored = self.next_fire_at
+        if not self.is_active or self.cron is None or stored is None or stored > walked_to_ms:
+            return self
+        try:
+            spec = cron_rules.parse_cron(self.cron, self.timezone)
+        except cron_rules.CronError:
+            return self  # stored in a form this release cannot read: its dispatch records the failure
+        nxt = self.next_after(walked_to_ms)
+        if nxt is None:
+            return self  # its window ends: the scan's dispatch of the stored time records that
+        passed = cron_rules.prev_fire(spec, clock.from_ms(walked_to_ms + 1))
+        last = max(stored, self.last_fire_at or 0, clock.to_ms(passed) if passed is not None else 0)
+        return replace(self, next_fire_at=nxt, last_fire_at=last)
+
+    @property
+    def fire_overlap(self) -> OverlapPolicy | None:
+        """The overlap policy a cron fire is created under; None for ALLOW (and one-time schedules,
+        whose only fire has nothing to overlap with): such a Fire starts at dispatch, as always."""
+        if self.cron is None or self.overlap_policy in (None, OverlapPolicy.ALLOW):
+            return None
+        return self.overlap_policy

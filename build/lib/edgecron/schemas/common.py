@@ -1,0 +1,52 @@
+"""Shared field types and limits."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import Strict as PydanticStrict
+
+MAX_PAYLOAD_BYTES = 200 * 1024  # fits one SQS message (256 KiB) with the envelope
+MAX_BODY_BYTES = 1024 * 1024  # a whole request body; a payload over its own limit still gets a 413 naming it
+MAX_JSON_DEPTH = 64  # nesting levels of a request body (its payload: 63); parsers recurse per level
+
+Name = Annotated[str, StringConstraints(min_length=1, max_length=128, strip_whitespace=True)]
+Description = Annotated[str, StringConstraints(max_length=512)]
+Id = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[a-z]+_[0-9A-Za-z]+$")]
+JsonPayload = Any
+# An enum field takes the member's text from JSON: strict mode would accept only a Python member.
+FromText = PydanticStrict(False)
+
+
+class Strict(BaseModel):
+    """Unknown fields are an error, so a typo never silently does nothing; types are strict, so
+    `true` is not the integer 1 and `"5"` or `5.0` is not the integer 5."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Page[Item](BaseModel):
+    """One page of a list: its items, and where the next page starts."""
+
+    data: list[Item]
+    next_cursor: str | None = Field(description="pass as ?cursor= to get the next page; null at the end")
+
+
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _rfc3339_text(value: object) -> object:
+    """Times are RFC 3339 strings; pydantic would also take a bare number as a Unix time."""
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or not _RFC3339.match(value):
+        raise ValueError("must be an RFC 3339 date-time with an offset, e.g. 2030-01-01T09:00:00Z")
+    return value
+
+
+# Times arrive as JSON strings: strict mode would refuse every string, so the RFC 3339 check above
+# is the strict part and pydantic then parses the text it let through.
+Rfc3339 = Annotated[AwareDatetime, BeforeValidator(_rfc3339_text), PydanticStrict(False)]

@@ -1,0 +1,148 @@
+"""Schedules, their Fires (run history), notifications and usage."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, Field, StringConstraints
+
+from edgecron.domain.cron import check_steps, check_zone_name
+from edgecron.domain.jitter import JITTER_MAX_SEC
+from edgecron.domain.vocabulary import FireStatus, MissedPolicy, OverlapPolicy, RunStatus, ScheduleStatus
+from edgecron.schemas.common import FromText, Id, Name, Page, Rfc3339, Strict
+
+CronExpr = Annotated[
+    str, StringConstraints(min_length=1, max_length=256, strip_whitespace=True), AfterValidator(check_steps)
+]
+Zone = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(check_zone_name)]
+JitterSec = Annotated[int, Field(ge=0, le=JITTER_MAX_SEC)]
+JITTER_DOC = "each fire is delivered at a deterministic offset in [0, jitter_sec) seconds after its time"
+OVERLAP_DOC = "what a fire does while the previous Fire still has open runs: ALLOW, SKIP or BUFFER_ONE"
+
+
+class ScheduleCreate(Strict):
+    name: Name | None = None
+    cron: CronExpr | None = Field(default=None, description="5 fields, or 6 with seconds first")
+    at: Rfc3339 | None = Field(default=None, description="one-time fire time (RFC 3339)")
+    timezone: Zone = "UTC"
+    endpoint_ids: list[Id] = Field(
+        default_factory=list,
+        max_length=100,
+        description="empty = every active Endpoint of the App at fire time",
+    )
+    payload: Any = None
+    missed_policy: Annotated[MissedPolicy, FromText] = MissedPolicy.RUN_ONCE
+    retry_policy_id: Id | None = Field(default=None, description="overrides the Endpoints' retry policy")
+    status: Annotated[ScheduleStatus, FromText] = ScheduleStatus.ACTIVE
+    start_at: Rfc3339 | None = Field(default=None, description="no fire before this time (RFC 3339)")
+    end_at: Rfc3339 | None = Field(default=None, description="no fire after this time (RFC 3339)")
+    jitter_sec: JitterSec = Field(default=0, description=JITTER_DOC)
+    overlap_policy: Annotated[OverlapPolicy, FromText] = Field(
+        default=OverlapPolicy.ALLOW, description=OVERLAP_DOC
+    )
+
+
+class ScheduleUpdate(Strict):
+    name: Name | None = None
+    cron: CronExpr | None = None
+    at: Rfc3339 | None = None
+    timezone: Zone | None = None
+    endpoint_ids: list[Id] | None = Field(default=None, max_length=100)
+    payload: Any = None
+    missed_policy: Annotated[MissedPolicy, FromText] | None = None
+    retry_policy_id: Id | None = None
+    status: Annotated[ScheduleStatus, FromText] | None = None
+    start_at: Rfc3339 | None = None
+    end_at: Rfc3339 | None = None
+    jitter_sec: JitterSec | None = None
+    overlap_policy: Annotated[OverlapPolicy, FromText] | None = None
+
+
+PAUSE_REASON_MAX = 500
+
+
+class PauseRequest(Strict):
+    reason: Annotated[str, StringConstraints(max_length=PAUSE_REASON_MAX)] | None = Field(
+        default=None, description="why the schedule is paused (shown as pause_reason until resumed)"
+    )
+
+
+class ScheduleOut(BaseModel):
+    id: str
+    name: str | None
+    cron: str | None
+    at: str | None
+    timezone: str
+    endpoint_ids: list[str]
+    payload: Any = None
+    missed_policy: MissedPolicy
+    retry_policy_id: str | None
+    status: ScheduleStatus
+    pause_reason: str | None = Field(description="why it is paused; null when it is not")
+    consecutive_failures: int
+    next_fire_time: str | None
+    last_fire_time: str | None
+    start_at: str | None
+    end_at: str | None
+    jitter_sec: int = Field(description=JITTER_DOC)
+    overlap_policy: OverlapPolicy = Field(description=OVERLAP_DOC)
+    finished: bool
+    missed_left_out: int
+    created_at: str
+    updated_at: str
+    preview: list[str] | None = Field(
+        default=None,
+        exclude_if=lambda preview: preview is None,
+        description="the next fire times, when asked for with ?preview=N",
+    )
+
+
+class SchedulePage(Page[ScheduleOut]):
+    pass
+
+
+class FireRunOut(BaseModel):
+    id: str
+    endpoint_id: str
+    status: RunStatus
+    attempt_count: int
+    last_status_code: int | None
+    last_error: str | None
+
+
+class FireOut(BaseModel):
+    fire_time: str
+    manual: bool = Field(description="triggered by hand (POST .../trigger), not at a cron time")
+    due_at: str = Field(description="when its runs are due: fire_time plus the jitter offset")
+    status: FireStatus
+    started_at: str | None
+    finished_at: str | None
+    duration_ms: int | None
+    error: str | None
+    runs: list[FireRunOut]
+
+
+class FireList(Page[FireOut]):
+    pass
+
+
+class NotificationOut(BaseModel):
+    id: str
+    kind: str
+    title: str
+    message: str
+    data: Any = None
+    created_at: str
+
+
+class NotificationPage(Page[NotificationOut]):
+    pass
+
+
+class UsageOut(BaseModel):
+    month: str
+    schedule: int
+    event: int
+    direct: int
+    total: int
+    monthly_quota: int | None

@@ -1,0 +1,78 @@
+"""The deploy-time catch-up (a CloudFormation custom resource runs it on every deploy): the same
+code path as the scan, so missed fires are handled the same way whoever notices them first."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from edgecron import clock
+from edgecron.observability import logger
+from edgecron.services import fire_pipeline
+from edgecron.services.scan import ScanReport, dispatch_runs
+
+ANSWER_MARGIN_SEC = 20  # stop working this long before the Lambda timeout, so CloudFormation is answered
+
+
+@dataclass(frozen=True)
+class CfnAnswer:
+    status: str  # SUCCESS | FAILED
+    reason: str
+    data: dict[str, Any]
+
+
+def catch_up(remaining_ms: int) -> dict[str, Any]:
+    deadline = time.monotonic() + max(1.0, remaining_ms / 1000 - ANSWER_MARGIN_SEC)
+    now = clock.now()
+    schedules = fire_pipeline.dispatch_due_schedules(now, deadline=deadline)
+    runs = ScanReport()
+    dispatch_runs(now, runs)
+    return {
+        **schedules.__dict__,
+        "runs_enqueued": runs.runs_enqueued,
+        "claims_released": runs.claims_released,
+    }
+
+
+def handle(event: dict[str, Any], remaining_ms: int) -> CfnAnswer:
+    """Create and Update run the catch-up; Delete does nothing. Never raises."""
+    request_type = event.get("RequestType")
+    if request_type == "Delete":
+        return CfnAnswer("SUCCESS", "nothing to do on delete", {})
+    try:
+        report = catch_up(remaining_ms)
+    except Exception as exc:
+        logger.exception("deploy catch-up failed")
+        return CfnAnswer("FAILED", f"catch-up failed: {type(exc).__name__}: {str(exc)[:200]}", {})
+    logger.info("deploy catch-up done", extra={"report": report})
+    return CfnAnswer("SUCCESS", "catch-up done", {k: str(v) for k, v in report.items()})
+
+
+def respond(event: dict[str, Any], answer: CfnAnswer, physical_id: str) -> bool:
+    """PUT the answer to the pre-signed ResponseURL (a few tries); False if it could not be sent."""
+    body = json.dumps(
+        {
+            "Status": answer.status,
+            "Reason": answer.reason,
+            "PhysicalResourceId": physical_id,
+            "StackId": event.get("StackId"),
+            "RequestId": event.get("RequestId"),
+            "LogicalResourceId": event.get("LogicalResourceId"),
+            "NoEcho": False,
+            "Data": answer.data,
+        }
+    )
+    for attempt in range(3):
+        try:
+            resp = requests.put(event["ResponseURL"], data=body, headers={"content-type": ""}, timeout=10)
+            if resp.status_code < 300:
+                return True
+            logger.error("CloudFormation response refused", extra={"status": resp.status_code})
+        except requests.RequestException:
+            logger.exception("CloudFormation response failed", extra={"attempt": attempt + 1})
+        time.sleep(0.5 * (attempt + 1))
+    return False

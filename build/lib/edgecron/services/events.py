@@ -1,0 +1,167 @@
+"""Event use cases for the API: publish (store, bill once, hand to the fan-out queue), look up, list,
+re-drive a fan-out that failed.
+
+Publishing answers before any Endpoint is matched: the fan-out function (services/fanout.py)
+creates the Task Runs off the request path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from edgecron import clock, ids
+from edgecron.data import events as data
+from edgecron.data import fanout_pages
+from edgecron.data import runs as run_data
+from edgecron.data.paging import Page
+from edgecron.data.queues import send_fanout
+from edgecron.domain.events import Event
+from edgecron.domain.expiry import is_alive
+from edgecron.domain.task_runs import TaskRun
+from edgecron.errors import Conflict, NotFound, ParamInvalid
+from edgecron.observability import logger
+from edgecron.schemas.events import EventCreate
+from edgecron.services import quota, usage
+from edgecron.services.task_runs import check_payload
+
+
+def run_id_for(event_id: str, endpoint_id: str) -> str:
+    """The Task Run of an Event at an Endpoint: the same pair always gives the same id, time-ordered
+    by the Event's creation (an App's runs are listed in id order)."""
+    return ids.keyed_id("run", ids.ms_of(event_id) or 0, event_id, endpoint_id)
+
+
+def publish(
+    app_id: str,
+    req: EventCreate,
+    now: datetime,
+    idempotency_key: str | None = None,
+    event_id: str | None = None,
+) -> Event:
+    """Validate, check the quota, store the Event, count ONE billable trigger, enqueue its fan-out.
+    Nothing is stored when a check fails; if the trigger cannot be counted or the fan-out message
+    cannot be sent, the Event is removed again and the error raised, so a client retry (with the
+    same Idempotency-Key, which is released on errors) publishes it once."""
+    now_ms = clock.to_ms(now)
+    check_payload(req.payload)
+    quota.check_quota(app_id, now_ms)
+    event = data.new_event(
+        app_id, req.name, req.payload, now_ms, event_id=event_id, idempotency_key=idempotency_key
+    )
+    data.put_new(event)
+    counted = False
+    try:
+        usage.record_trigger(app_id, "event", now_ms)
+        counted = True
+        send_fanout(event.event_id, app_id)
+    except Exception:
+        _undo_publish(event, counted, now_ms)
+        raise
+    return event
+
+
+def _undo_publish(event: Event, counted: bool, now_ms: int) -> None:
+    """Best effort: a fan-out message that did get through finds no Event and does nothing."""
+    try:
+        data.delete(event.app_id, event.event_id)
+        if counted:
+            usage.take_back_trigger(event.app_id, "event", now_ms)
+    except Exception:
+        logger.exception("could not undo a failed publish", extra={"event_id": event.event_id})
+
+
+def get(app_id: str, event_id: str, now_ms: int) -> Event:
+    event = data.get_for_app(app_id, event_id, now_ms)
+    if event is None:
+        raise NotFound(f"event {event_id} not found", "id")
+    return event
+
+
+def matched(event: Event) -> int:
+    """How many Endpoints the fan-out matched so far."""
+    return event.matched
+
+
+def list_page(
+    app_id: str,
+    limit: int,
+    cursor: dict[str, Any] | None,
+    now_ms: int,
+    *,
+    name: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> Page[Event]:
+    if since is not None and until is not None and since > until:
+        raise ParamInvalid("since must not be after until", "since")
+    return data.list_page(
+        app_id,
+        limit,
+        cursor,
+        now_ms,
+        name=name,
+        since_ms=clock.to_ms(since) if since else None,
+        until_ms=clock.to_ms(until) if until else None,
+    )
+
+
+@dataclass(frozen=True)
+class Delivery:
+    endpoint_id: str
+    run_id: str
+    run: TaskRun | None  # None once the run expired
+
+
+DeliveriesCursor = tuple[int, int]  # (fan-out page, index in that page)
+
+
+def deliveries(
+    event: Event, start: DeliveriesCursor, limit: int, now_ms: int
+) -> tuple[list[Delivery], DeliveriesCursor | None]:
+    """One page of the Event's matched Endpoints in fan-out order, with their Task Runs
+    (batch-read), and where the next page starts (None at the end). Paged because a run item
+    carries the payload; read from the fan-out pages, one small item per page."""
+    first_page, index = start
+    chosen: list[str] = []
+    nxt: DeliveriesCursor | None = None
+    for page_no, endpoint_ids in data.matched_pages(event, first_page):
+        offset = index if page_no == first_page else 0
+        room = limit - len(chosen)
+        chosen += endpoint_ids[offset : offset + room]
+        if offset + room < len(endpoint_ids):
+            nxt = (page_no, offset + room)
+            break
+        if len(chosen) >= limit:
+            nxt = (page_no + 1, 0)
+            break
+    run_ids = [run_id_for(event.event_id, endpoint_id) for endpoint_id in chosen]
+    runs = {r.run_id: r for r in run_data.get_many(event.app_id, run_ids) if is_alive(r.expires_at, now_ms)}
+    page = [Delivery(ep, rid, runs.get(rid)) for ep, rid in zip(chosen, run_ids, strict=True)]
+    if nxt is not None and nxt[1] == 0 and not _has_more(event, nxt[0]):
+        nxt = None
+    return page, nxt
+
+
+def _has_more(event: Event, page_no: int) -> bool:
+    """Whether any matched Endpoint is listed from `page_no` on (pages may match none)."""
+    return any(ids for _, ids in data.matched_pages(event, page_no))
+
+
+def redrive(app_id: str, event_id: str, now_ms: int) -> Event:
+    """Resume a fan-out that failed (marked so by the fan-out DLQ consumer) from its first page not
+    yet continued. Pages already recorded are not repeated and their runs are not created twice."""
+    event = get(app_id, event_id, now_ms)
+    if event.fanout_status != data.FAILED or not data.reopen(event):
+        raise Conflict(
+            f"event fan-out is {event.fanout_status}; only a failed fan-out can be re-driven",
+            "fanout_status",
+            code="NOT_REDRIVABLE",
+        )
+    point = fanout_pages.resume_point(event.event_id)
+    if point is None:  # its last page was recorded after all
+        data.mark_done(event)
+    else:
+        page, cursor = point
+        send_fanout(event.event_id, app_id, cursor=cursor, page=page)
+    return get(app_id, event_id, now_ms)

@@ -1,0 +1,357 @@
+"""The fan-out function's use case: one message = one page of the App's Endpoints, for an Event or
+for a broadcast Fire (a schedule bound to every Endpoint of its App).
+
+For page n (the Endpoints after `cursor`, in key order, read by app_id so no other App is seen):
+(a) every matching Endpoint gets a Task Run with a deterministic id, created with a conditional put
+(an Event matches ACTIVE Endpoints whose filter_events match its name; a Fire every ACTIVE one),
+(b) the page is recorded — one small item in FanoutPagesTable written in one transaction with its
+owner's counters, conditional on the page being new (and, for a Fire, on the Fire being open and its
+schedule ACTIVE),
+(c) its runs are enqueued, (d) if Endpoints remain, the message of page n+1 is sent and the page
+marked continued.
+
+Only the delivery that recorded the page (or a redelivery finding it recorded but not continued)
+goes on to (c) and (d); a page found continued, or recorded by a concurrent delivery, stops there.
+So a page that cannot be recorded sends nothing onwards, and a repeated message never forks the
+chain: the only repeat is a crash between sending page n+1 and marking page n, and page n+1's own
+record absorbs it. A message SQS gives up on lands in FanoutDLQ (handle_dead_letter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from edgecron import clock
+from edgecron.data import events as event_data
+from edgecron.data import fanout_pages
+from edgecron.data import fires as fire_data
+from edgecron.data import runs as run_data
+from edgecron.data import schedules as schedule_data
+from edgecron.data.queues import (
+    DeliveryMessage,
+    send_deliveries,
+    send_fanout,
+    send_fire_fanout,
+    send_schedule_dispatch,
+)
+from edgecron.domain import run_states as st
+from edgecron.domain.endpoints import Subscriber
+from edgecron.domain.event_filters import matches_any
+from edgecron.domain.events import Event
+from edgecron.domain.expiry import is_alive
+from edgecron.domain.fanout_pages import FanoutPage
+from edgecron.domain.fires import Fire
+from edgecron.domain.schedules import Schedule
+from edgecron.domain.vocabulary import ScheduleStatus
+from edgecron.observability import logger
+from edgecron.schemas.messages import FanoutBody
+from edgecron.services import fire_dispatch, fire_pipeline
+from edgecron.services.events import run_id_for
+from edgecron.services.task_runs import enqueue_plan
+
+PAGE_SIZE = 100  # an Event's page: matched runs are created and enqueued right away
+FIRE_PAGE_SIZE = 1_000  # a broadcast Fire's page: fewer hops between the scan and the fire time
+NO_ENDPOINTS = "no active endpoints at fire time"
+STOPPED = "schedule paused or deleted while its fire was fanned out"
+WINDOW_STEP_MS = 10_000  # a new schedule's window: fire times dispatched per message of its chain
+
+
+@dataclass(frozen=True)
+class FanoutMessage:
+    """Either event_id, or schedule_id and fire_at. `page` is None only in a message of an earlier
+    version (before pages were numbered); it is then found from the recorded pages."""
+
+    app_id: str
+    cursor: str | None
+    page: int | None = 0
+    event_id: str | None = None
+    schedule_id: str | None = None
+    fire_at: int | None = None
+    dispatch_until: int | None = None  # a schedule's fires to dispatch up to this time (no page)
+    gate: bool = False  # a Fire under an overlap policy is due: start it, buffer it or skip it
+
+    def body(self) -> dict[str, Any]:
+        owner: dict[str, Any] = (
+            {"event_id": self.event_id}
+            if self.event_id is not None
+            else {"schedule_id": self.schedule_id, "fire_at": self.fire_at}
+        )
+        return {**owner, "app_id": self.app_id, "cursor": self.cursor, "page": self.page}
+
+    @property
+    def owner_id(self) -> str:
+        if self.event_id is not None:
+            return self.event_id
+        return fanout_pages.fire_owner(str(self.schedule_id), int(self.fire_at or 0))
+
+
+@dataclass(frozen=True)
+class FanoutReport:
+    outcome: str  # page | done | skipped | stopped
+    matched: int = 0
+    created: int = 0
+
+
+def message_of(body: FanoutBody) -> FanoutMessage:
+    """The fan-out message a parsed body describes (schemas/messages.py checked its shape)."""
+    if body.dispatch_until is not None:
+        return FanoutMessage(
+            body.app_id, None, None, schedule_id=body.schedule_id, dispatch_until=body.dispatch_until
+        )
+    if body.event_id is not None:
+        return FanoutMessage(body.app_id, body.cursor, body.page, event_id=body.event_id)
+    if body.gate:
+        return FanoutMessage(
+            body.app_id, None, None, schedule_id=body.schedule_id, fire_at=body.fire_at, gate=True
+        )
+    return FanoutMessage(
+        body.app_id, body.cursor, body.page, schedule_id=body.schedule_id, fire_at=body.fire_at
+    )
+
+
+def delivery_body(event: Event) -> dict[str, Any]:
+    """What each Endpoint receives: the Standard Webhooks payload envelope, so a receiver of
+    several event types (`*`, `invoice.*`) can tell them apart."""
+    return {
+        "type": event.name,
+        "timestamp": clock.iso_ms(event.created_at),
+        "event_id": event.event_id,
+        "data": event.payload,
+    }
+
+
+def fan_out(message: FanoutMessage, page_size: int | None = None) -> FanoutReport:
+    """Process one page. Raises only on infrastructure errors (SQS redelivers the message)."""
+    if message.event_id is not None:
+        return _event_page(message, message.event_id, page_size or PAGE_SIZE)
+    if message.dispatch_until is not None:
+        return _schedule_window(message.app_id, str(message.schedule_id), message.dispatch_until)
+    if message.gate:
+        outcome = fire_pipeline.admit_due(str(message.schedule_id), int(message.fire_at or 0), message.app_id)
+        return FanoutReport(outcome)
+    return _fire_page(message, page_size or FIRE_PAGE_SIZE)
+
+
+def _schedule_window(app_id: str, schedule_id: str, until_ms: int) -> FanoutReport:
+    """Dispatch the next WINDOW_STEP_MS of a new schedule's fires up to `until_ms` (never past the
+    look-ahead), then hand the rest to the next message of the chain: the windows of schedules
+    created together advance a step each in turn, so no schedule's near fires wait behind another's
+    whole window. A paused, deleted or already dispatched schedule ends the chain."""
+    now = clock.now()
+    schedule = schedule_data.get(app_id, schedule_id, consistent=True)
+    if schedule is None or not schedule.is_active or schedule.next_fire_at is None:
+        return FanoutReport("skipped")
+    horizon = min(until_ms, clock.to_ms(now) + fire_dispatch.lookahead_ms())
+    step = min(horizon, schedule.next_fire_at + WINDOW_STEP_MS - 1)
+    done = fire_pipeline.dispatch(schedule, now, step)
+    handled, schedule = done.handled, done.schedule
+    if not handled:
+        return FanoutReport("skipped")  # another writer moved the schedule: the scan goes on from there
+    if schedule.is_active and schedule.next_fire_at is not None and schedule.next_fire_at <= horizon:
+        send_schedule_dispatch(schedule_id, app_id, until_ms)
+        return FanoutReport("page", handled, handled)
+    return FanoutReport("done", handled, handled)
+
+
+def _page_number(message: FanoutMessage) -> int | None:
+    if message.page is not None:
+        return message.page
+    last = fanout_pages.last(message.owner_id)  # a message of an earlier version: find its page
+    if last is not None and last.last_endpoint_id == message.cursor:
+        return int(last.page) + 1
+    return None
+
+
+def _event_page(message: FanoutMessage, event_id: str, page_size: int) -> FanoutReport:
+    now_ms = clock.to_ms(clock.now())
+    event = event_data.get(message.app_id, event_id, consistent=True)
+    if event is None or not is_alive(event.expires_at, now_ms):
+        logger.warning("fan-out for a missing event dropped", extra={"event_id": event_id})
+        return FanoutReport("skipped")
+    if event.fanout_status in (event_data.DONE, event_data.FAILED):
+        return FanoutReport("skipped")  # a duplicate after the chain finished, or parked until a re-drive
+    n = _page_number(message)
+    if n is None:
+        logger.warning("fan-out message for an unknown page dropped", extra={"event_id": event_id})
+        return FanoutReport("skipped")
+    page = fanout_pages.get(event_id, n)
+    created = 0
+    if page is None:
+        endpoints, more = event_data.endpoints_page(event.app_id, message.cursor, page_size)
+        matched = [
+            ep.endpoint_id
+            for ep in endpoints
+            if ep.receives_runs and matches_any(ep.filter_events, event.name)
+        ]
+        created = _create_event_runs(event, matched, now_ms)
+        page = _new_page(event_id, n, event.app_id, message.cursor, endpoints, matched, more, now_ms)
+        outcome = event_data.record_page(event, page)
+        if outcome != "recorded":
+            return FanoutReport("skipped", len(matched), created)  # gone, or another delivery won
+    elif page.continued:
+        return FanoutReport("skipped", len(page.endpoint_ids))  # a repeat of a finished page
+    ids = list(page.endpoint_ids)
+    failed = send_deliveries([DeliveryMessage(run_id_for(event_id, ep), event.app_id) for ep in ids])
+    if failed:
+        logger.warning("event runs not enqueued; redispatched by the scan", extra={"count": len(failed)})
+    if page.more:
+        send_fanout(event_id, event.app_id, cursor=page.last_endpoint_id, page=n + 1)
+        fanout_pages.mark_continued(page)
+    return FanoutReport("page" if page.more else "done", len(ids), created)
+
+
+def _new_page(
+    owner_id: str,
+    n: int,
+    app_id: str,
+    after: str | None,
+    endpoints: list[Subscriber],
+    reached: list[str],
+    more: bool,
+    now_ms: int,
+) -> FanoutPage:
+    last_id = endpoints[-1].endpoint_id if endpoints else after
+    return fanout_pages.new_page(owner_id, n, app_id, after, last_id, reached, more, now_ms)
+
+
+def _create_event_runs(event: Event, endpoint_ids: list[str], now_ms: int) -> int:
+    """One pending run per Endpoint, due now and enqueued right away, so without a `wake` entry (the
+    scan's check of recent runs finds one whose message is lost); returns how many did not exist yet."""
+    body = delivery_body(event)
+    created = 0
+    for endpoint_id in endpoint_ids:
+        run = run_data.new_run(
+            run_id=run_id_for(event.event_id, endpoint_id),
+            app_id=event.app_id,
+            endpoint_id=endpoint_id,
+            source="event",
+            source_id=event.event_id,
+            payload=body,
+            deliver_at_ms=now_ms,
+            wake_at_ms=None,
+            now_ms=now_ms,
+        )
+        if run_data.put_new(run):
+            created += 1
+    return created
+
+
+def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
+    now_ms = clock.to_ms(clock.now())
+    schedule_id, fire_at = str(message.schedule_id), int(message.fire_at or 0)
+    fire = fire_data.get(schedule_id, fire_at)
+    if fire is None or fire.app_id != message.app_id or fire.status not in fire_data.OPEN:
+        return FanoutReport("skipped")  # settled (cancelled by a pause, failed) or unknown
+    if fire.waits_for_admission:
+        return FanoutReport("skipped")  # its overlap policy has not let it start
+    schedule = schedule_data.get(fire.app_id, schedule_id, consistent=True)
+    if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
+        stop_fire(fire, [], now_ms)
+        return FanoutReport("stopped")
+    n = _page_number(message)
+    if n is None:
+        return FanoutReport("skipped")
+    owner = fanout_pages.fire_owner(schedule_id, fire_at)
+    page = fanout_pages.get(owner, n)
+    created = 0
+    if page is None:
+        endpoints, more = event_data.endpoints_page(fire.app_id, message.cursor, page_size)
+        targets = [ep.endpoint_id for ep in endpoints if ep.receives_runs]
+        created = _create_fire_runs(schedule, fire, targets, now_ms)
+        page = _new_page(owner, n, fire.app_id, message.cursor, endpoints, targets, more, now_ms)
+        outcome = fire_data.record_page(fire, page, now_ms)
+        if outcome == "stopped":
+            stop_fire(fire, [fire_data.run_id(schedule_id, fire_at, ep) for ep in targets], now_ms)
+            return FanoutReport("stopped", len(targets), created)
+        if outcome != "recorded":
+            return FanoutReport("skipped", len(targets), created)
+    elif page.continued:
+        return FanoutReport("skipped", len(page.endpoint_ids))
+    ids = list(page.endpoint_ids)
+    due = fire.due_ms
+    send_now, _ = enqueue_plan(due, now_ms)
+    if send_now and ids:
+        messages = [
+            DeliveryMessage(fire_data.run_id(schedule_id, fire_at, ep), fire.app_id, due_ms=due) for ep in ids
+        ]
+        failed = send_deliveries(messages)
+        if failed:
+            logger.warning("fire runs not enqueued; redispatched by the scan", extra={"count": len(failed)})
+    if page.more:
+        send_fire_fanout(schedule_id, fire_at, fire.app_id, cursor=page.last_endpoint_id, page=n + 1)
+        fanout_pages.mark_continued(page)
+        return FanoutReport("page", len(ids), created)
+    _after_last_page(schedule_id, fire_at, ids, now_ms)
+    return FanoutReport("done", len(ids), created)
+
+
+def _create_fire_runs(schedule: Schedule, fire: Fire, endpoint_ids: list[str], now_ms: int) -> int:
+    fire_at, due = fire.fire_at, fire.due_ms
+    _, wake_at = fire_dispatch.run_plan(fire, now_ms)
+    return sum(
+        fire_dispatch.put_fire_run(schedule, fire_at, ep, wake_at, now_ms, due_ms=due) for ep in endpoint_ids
+    )
+
+
+def _after_last_page(schedule_id: str, fire_at: int, last_ids: list[str], now_ms: int) -> None:
+    """The Fire is fully dispatched. Runs that are still to finish settle it; if the last page
+    created none, every earlier run may be final already, so look now."""
+    if last_ids:
+        return
+    fire = fire_data.get(schedule_id, fire_at)
+    if fire is None or fire.status not in fire_data.OPEN:
+        return
+    if not fire.run_count:
+        if fire_data.settle(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS):
+            fire_pipeline.after_settle(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS)
+        return
+    fire_pipeline.settle_if_done(fire, now_ms)
+
+
+def stop_fire(fire: Fire, unrecorded_run_ids: list[str], now_ms: int) -> None:
+    """The schedule was paused or deleted while its Fire was fanned out: no run of it is delivered.
+    Runs of recorded pages were cancelled by the pause (or are here); runs of a page that could not
+    be recorded are cancelled here; the Fire settles CANCELLED."""
+    recorded = [rid for page in fire_data.run_id_pages(fire) for rid in page]
+    for run in run_data.get_many(fire.app_id, recorded + unrecorded_run_ids):
+        if run.status in st.CANCELLABLE:
+            run_data.cancel(run, now_ms, STOPPED)
+    current = fire_data.get(fire.schedule_id, fire.fire_at)
+    if current is not None and current.status in fire_data.OPEN:
+        fire_data.settle(current, fire_data.CANCELLED, now_ms, STOPPED)
+
+
+def handle_dead_letter(body: FanoutBody | str, receive_count: int) -> str:
+    """A fan-out message SQS gave up on: its Event is marked failed with the reason (visible in
+    GET /v1/events/{id}, resumed by POST /v1/events/{id}/redrive); its Fire settles FAILED.
+    `body` is the text of a message that does not parse.
+    Returns what happened: event_failed | fire_failed | already_final | unknown | unparseable."""
+    if isinstance(body, str):
+        logger.error("unparseable message in the fan-out DLQ", extra={"body_prefix": body[:200]})
+        return "unparseable"
+    message = message_of(body)
+    now_ms = clock.to_ms(clock.now())
+    page = "?" if message.page is None else str(message.page)
+    failures = max(1, receive_count - 1)  # the count includes this consumer's own receive
+    reason = (
+        f"fan-out stopped at page {page}: it failed {failures} times "
+        "(see the FanoutFunction logs); fix the cause, then re-drive"
+    )
+    if message.event_id is not None:
+        event = event_data.get(message.app_id, message.event_id, consistent=True)
+        if event is None:
+            logger.warning("fan-out DLQ message for an unknown event", extra={"event_id": message.event_id})
+            return "unknown"
+        if not event_data.mark_failed(event.app_id, event.event_id, reason):
+            return "already_final"
+        logger.error("event fan-out failed", extra={"event_id": event.event_id, "reason": reason})
+        return "event_failed"
+    fire = fire_data.get(str(message.schedule_id), int(message.fire_at or 0))
+    if fire is None or fire.app_id != message.app_id:
+        return "unknown"
+    if fire.status not in fire_data.OPEN or not fire_data.settle(fire, fire_data.FAILED, now_ms, reason):
+        return "already_final"
+    logger.error("fire fan-out failed", extra={"schedule_id": fire.schedule_id, "reason": reason})
+    fire_pipeline.after_settle(fire, fire_data.FAILED, now_ms, reason)
+    return "fire_failed"

@@ -1,0 +1,144 @@
+"""Overlap policies at a Fire's due time. A cron Fire of a schedule whose `overlap_policy` is SKIP
+or BUFFER_ONE is created without runs and admitted when it is due (a FanoutQueue message delayed
+to that time): the schedule's slot says which Fire started last under the policy
+(`overlap_running_at`) and which one waits behind it (`overlap_buffered_at`); the pure decision is
+`edgecron.domain.overlap.admit`. Every step is a conditional write, so a decision retried after a
+crash finds the place it took. When the Fire holding the slot settles, it hands the slot to the
+buffered Fire and sends its admission; if that worker dies in between, the scan re-drives the
+buffered Fire (it waits in `open_fire_keys` without `started_at`), whose admission then finds the
+slot free (or its own).
+
+A SKIPPED Fire has no runs, is not a missed fire (no `edgecron.fire.missed`) and does not count
+toward auto-pause. ALLOW schedules never come here: nothing is read or written for them."""
+
+from __future__ import annotations
+
+from edgecron import clock
+from edgecron.data import fires as fire_data
+from edgecron.data import schedules as schedule_data
+from edgecron.domain.fires import Fire
+from edgecron.domain.overlap import Admission, Slot, admit, next_to_start
+from edgecron.domain.schedules import Schedule
+from edgecron.domain.vocabulary import OverlapPolicy, ScheduleStatus
+from edgecron.observability import logger
+from edgecron.services import fire_dispatch, fires
+
+EARLY_MS = 1_000  # SQS delays are whole seconds: a gate message may arrive this much early
+ATTEMPTS = 3  # a decision whose slot write lost a race reads the slot again
+
+
+def skipped_reason(running_at: int | None) -> str:
+    since = clock.iso_ms(running_at) if running_at is not None else "an earlier time"
+    return f"skipped: the fire of {since} still had open runs (overlap_policy SKIP or BUFFER_ONE)"
+
+
+def admit_due(schedule_id: str, fire_at_ms: int, app_id: str) -> str:
+    """Start, buffer or skip the gated Fire at `fire_at_ms`; returns what happened (started |
+    buffered | skipped | early | stopped | ignored). Raises when the slot keeps changing under it
+    (SQS delivers the message again)."""
+    for _ in range(ATTEMPTS):
+        outcome = _admit_once(schedule_id, fire_at_ms, app_id, clock.to_ms(clock.now()))
+        if outcome != "retry":
+            return outcome
+    raise RuntimeError(f"the overlap slot of {schedule_id} kept changing")
+
+
+def _slot(schedule: Schedule) -> tuple[Slot, Fire | None, Fire | None]:
+    """The schedule's slot as stored, with the Fires it names (read strongly consistent)."""
+    running_at = None if schedule.overlap_running_at is None else int(schedule.overlap_running_at)
+    buffered_at = None if schedule.overlap_buffered_at is None else int(schedule.overlap_buffered_at)
+    running = fire_data.get(schedule.schedule_id, running_at) if running_at is not None else None
+    buffered = fire_data.get(schedule.schedule_id, buffered_at) if buffered_at is not None else None
+    slot = Slot(
+        running_at=running_at,
+        running_open=running is not None and running.status in fire_data.OPEN,
+        buffered_at=buffered_at,
+        buffered_waiting=buffered is not None and buffered.waits_for_admission,
+    )
+    return slot, running, buffered
+
+
+def _admit_once(schedule_id: str, fire_at_ms: int, app_id: str, now_ms: int) -> str:
+    fire = fire_data.get(schedule_id, fire_at_ms)
+    if fire is None or fire.app_id != app_id or fire.status not in fire_data.OPEN or fire.overlap is None:
+        return "ignored"  # settled (skipped, cancelled, ...) or unknown
+    schedule = schedule_data.get(app_id, schedule_id, consistent=True)
+    if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
+        fires.cancel_fire(fire, now_ms, fire_dispatch.STOPPED)
+        return "stopped"
+    if fire.admitted_at is not None:  # admitted before: make sure its runs went out
+        fire_dispatch.start_admitted(schedule, fire, now_ms)
+        return "started"
+    if fire.due_ms > now_ms + EARLY_MS:
+        fire_dispatch.send_gate(fire, now_ms)
+        return "early"
+    slot, running, _ = _slot(schedule)
+    decision = admit(OverlapPolicy(fire.overlap), fire_at_ms, slot)
+    if decision is Admission.HAND_OVER and running is not None:
+        release(running, now_ms)  # what the worker that settled it did not live to do
+        return "retry"
+    if decision is Admission.START:
+        if slot.running_at != fire_at_ms and not schedule_data.take_slot(
+            schedule, fire_at_ms, slot.running_at
+        ):
+            return "retry"
+        return _start(schedule, fire, now_ms)
+    if decision is Admission.SKIP:
+        if fire_data.settle_unadmitted(fire, fire_data.SKIPPED, now_ms, skipped_reason(slot.running_at)):
+            logger.info("fire skipped: the previous one is still open", extra={"schedule_id": schedule_id})
+        return "skipped"
+    if slot.buffered_at != fire_at_ms and not schedule_data.buffer_slot(
+        schedule, fire_at_ms, slot.buffered_at
+    ):
+        return "retry"
+    fire_data.mark_buffered(fire)
+    # the running Fire may have settled after it was read and before this one took its place: its
+    # release did not see this one, so look again and take the slot if it is free by now
+    if running is not None:
+        current = fire_data.get(schedule_id, running.fire_at)
+        if current is None or current.status not in fire_data.OPEN:
+            return "retry"
+    return "buffered"
+
+
+def _start(schedule: Schedule, fire: Fire, now_ms: int) -> str:
+    admitted = fire_data.admit(fire, now_ms)
+    if admitted is None:
+        current = fire_data.get(fire.schedule_id, fire.fire_at)
+        if current is None or not current.is_open or current.admitted_at is None:
+            return "ignored"
+        fire = current
+    else:
+        fire = admitted
+    fire_dispatch.start_admitted(schedule, fire, now_ms, admitted_now=admitted is not None)
+    return "started"
+
+
+def release(fire: Fire, now_ms: int) -> None:
+    """A Fire admitted under an overlap policy settled: free the schedule's slot, or hand it to the
+    buffered Fire and send its admission (unless the schedule stopped: its pause cancels it). The
+    fan-out function starts it, like any gated Fire, wherever the settle happened (a worker, the
+    scan, a pause)."""
+    if fire.overlap is None or fire.admitted_at is None:
+        return
+    schedule = schedule_data.get(fire.app_id, fire.schedule_id, consistent=True)
+    fire_at_ms = fire.fire_at
+    if (
+        schedule is None
+        or schedule.overlap_running_at is None
+        or int(schedule.overlap_running_at) != fire_at_ms
+    ):
+        return  # the slot moved on (a re-driven admission found this Fire settled and took it)
+    buffered_at = None if schedule.overlap_buffered_at is None else int(schedule.overlap_buffered_at)
+    buffered = fire_data.get(fire.schedule_id, buffered_at) if buffered_at is not None else None
+    start_at = next_to_start(
+        Slot(
+            running_at=fire_at_ms,
+            buffered_at=buffered_at,
+            buffered_waiting=buffered is not None and buffered.waits_for_admission,
+        )
+    )
+    if not schedule_data.release_slot(schedule, fire_at_ms, start_at, buffered_at):
+        return  # moved meanwhile: whoever moved it owns what comes next
+    if start_at is not None and buffered is not None and schedule.status == ScheduleStatus.ACTIVE:
+        fire_dispatch.send_gate(buffered, now_ms)  # the fan-out function admits it: the slot is its own

@@ -1,0 +1,210 @@
+"""Task Run use cases for the API: direct runs, cancel, dead-letter replay."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from edgecron import clock, ids
+from edgecron.config import get_settings
+from edgecron.data import attempts as attempt_data
+from edgecron.data import endpoints as endpoint_data
+from edgecron.data import runs as data
+from edgecron.data.paging import Page
+from edgecron.data.queues import DeliveryMessage, send_deliveries
+from edgecron.domain import run_states as st
+from edgecron.domain.attempts import Attempt
+from edgecron.domain.task_runs import TaskRun
+from edgecron.domain.vocabulary import RunStatus, Source
+from edgecron.errors import Conflict, NotFound, ParamInvalid, PayloadTooLarge
+from edgecron.schemas.common import MAX_PAYLOAD_BYTES
+from edgecron.schemas.task_runs import MAX_RUN_DELAY_SEC, DeadLetterFilter, TaskRunCreate
+from edgecron.services import fires, quota, usage
+
+
+def check_payload(payload: Any, field: str = "payload") -> None:
+    size = len(json.dumps(payload, separators=(",", ":")).encode())
+    if size > MAX_PAYLOAD_BYTES:
+        raise PayloadTooLarge(f"{field} is {size} bytes; the maximum is {MAX_PAYLOAD_BYTES}", field)
+
+
+def enqueue_plan(deliver_at_ms: int, now_ms: int) -> tuple[bool, int]:
+    """(send now?, wake_at): runs due within the look-ahead are sent with DelaySeconds at once and
+    woken again only if their message goes missing; later ones wait for the scan."""
+    settings = get_settings()
+    if deliver_at_ms <= now_ms + settings.lookahead_sec * 1000:
+        return True, deliver_at_ms + settings.redispatch_after_sec * 1000
+    return False, deliver_at_ms
+
+
+def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | None = None) -> TaskRun:
+    now_ms = clock.to_ms(now)
+    if req.deliver_at is not None and req.delay_sec is not None:
+        raise ParamInvalid("give either deliver_at or delay_sec, not both", "delay_sec")
+    if req.deliver_at is not None and clock.to_ms(req.deliver_at) > now_ms + MAX_RUN_DELAY_SEC * 1000:
+        raise ParamInvalid(f"deliver_at is more than {MAX_RUN_DELAY_SEC // 86_400} days ahead", "deliver_at")
+    check_payload(req.payload)
+    endpoint = endpoint_data.get(app_id, req.endpoint_id)
+    if endpoint is None:
+        raise NotFound(f"endpoint {req.endpoint_id} not found", "endpoint_id")
+    if not endpoint.receives_runs:  # one disabled for failing takes runs: they wait as dead letters
+        raise Conflict(f"endpoint {req.endpoint_id} is inactive", "endpoint_id")
+    quota.check_quota(app_id, now_ms)
+    counted_promptly = quota.has_quota(app_id)  # a quota reads the counter: count within seconds
+    deliver_at_ms = now_ms
+    if req.deliver_at is not None:
+        deliver_at_ms = max(now_ms, clock.to_ms(req.deliver_at))
+    elif req.delay_sec:
+        deliver_at_ms = now_ms + req.delay_sec * 1000
+    send_now, wake_at = enqueue_plan(deliver_at_ms, now_ms)
+    run = data.new_run(
+        run_id=run_id or ids.new_id("run", now_ms),
+        app_id=app_id,
+        endpoint_id=endpoint.endpoint_id,
+        source="direct",
+        source_id=None,
+        payload=req.payload,
+        deliver_at_ms=deliver_at_ms,
+        # due at once: the scan's check of recent runs covers a lost message; a delayed run keeps its
+        # entry, so a lost message is found REDISPATCH_AFTER_SEC after its due time, not later
+        wake_at_ms=None if send_now and deliver_at_ms <= now_ms else wake_at,
+        now_ms=now_ms,
+        # sent now: its worker counts it, or (no quota to see it) the scan's check of recent runs,
+        # which reads it anyway; a run due later is counted now
+        uncounted=send_now and counted_promptly,
+        counted_by_check=send_now and not counted_promptly,
+    )
+    data.put_new(run)
+    usage.record_trigger(app_id, "direct", now_ms, counted_later=send_now)
+    if send_now:
+        send_deliveries([DeliveryMessage(run.run_id, app_id, (deliver_at_ms - now_ms) / 1000)])
+    return run
+
+
+def find(app_id: str, run_id: str, now_ms: int) -> TaskRun | None:
+    return data.get_for_app(app_id, run_id, now_ms)
+
+
+def list_page(
+    app_id: str,
+    limit: int,
+    cursor: dict[str, Any] | None,
+    now_ms: int,
+    *,
+    status: RunStatus | None = None,
+    endpoint_id: str | None = None,
+    source: Source | None = None,
+) -> Page[TaskRun]:
+    if cursor is not None and not data.is_list_cursor(cursor):  # the App checked, not the position
+        raise ParamInvalid("cursor is not valid", "cursor")
+    return data.list_page(
+        app_id, limit, cursor, now_ms, status=status, endpoint_id=endpoint_id, source=source
+    )
+
+
+def attempts_page(
+    app_id: str, run_id: str, limit: int, cursor: dict[str, Any] | None, now_ms: int
+) -> Page[Attempt]:
+    """A run of the App's attempts, oldest first (404 for another App's run)."""
+    run = get(app_id, run_id, now_ms)
+    return attempt_data.list_page(run.app_id, run.run_id, limit, cursor)
+
+
+def get(app_id: str, run_id: str, now_ms: int) -> TaskRun:
+    run = data.get_for_app(app_id, run_id, now_ms)
+    if run is None:
+        raise NotFound(f"task run {run_id} not found", "id")
+    return run
+
+
+def cancel(app_id: str, run_id: str, now_ms: int) -> TaskRun:
+    run = get(app_id, run_id, now_ms)
+    cancelled = data.cancel(run, now_ms, "cancelled by the API")
+    if cancelled is None:
+        current = get(app_id, run_id, now_ms)
+        raise Conflict(
+            f"task run is {current.status}; only pending or retry_scheduled runs can be cancelled",
+            "status",
+            code="NOT_CANCELLABLE",
+        )
+    if cancelled.source == "schedule":
+        fires.run_settled(cancelled, st.CANCELLED, now_ms)
+    return cancelled
+
+
+def replay(app_id: str, run_id: str, now_ms: int) -> TaskRun:
+    run = get(app_id, run_id, now_ms)
+    replayed = _replay(run, now_ms) if run.status == st.DEAD_LETTER else None
+    if replayed is None:
+        current = get(app_id, run_id, now_ms) if run.status == st.DEAD_LETTER else run
+        raise Conflict(
+            f"task run is {current.status}; only dead letters can be replayed",
+            "status",
+            code="NOT_REPLAYABLE",
+        )
+    return replayed
+
+
+def _replay(run: TaskRun, now_ms: int, from_statuses: tuple[str, ...] = (st.DEAD_LETTER,)) -> TaskRun | None:
+    """A new attempt series for the run, its message sent; None if it is no longer in `from_statuses`."""
+    _, wake_at = enqueue_plan(now_ms, now_ms)
+    replayed = data.replay(run, now_ms, wake_at, from_statuses=from_statuses)
+    if replayed is not None:
+        send_deliveries([DeliveryMessage(run.run_id, run.app_id)])
+    return replayed
+
+
+@dataclass(frozen=True)
+class BulkReplay:
+    replayed: int
+    skipped: int
+    has_more: bool
+
+
+def dead_letters(
+    app_id: str, filters: DeadLetterFilter, limit: int, cursor: dict[str, Any] | None, now_ms: int
+) -> Page[TaskRun]:
+    return data.dead_letters_page(
+        app_id,
+        limit,
+        cursor,
+        now_ms,
+        endpoint_id=filters.endpoint_id,
+        since_ms=clock.to_ms(filters.since) if filters.since else None,
+        until_ms=clock.to_ms(filters.until) if filters.until else None,
+        error_kind=filters.error_kind,
+    )
+
+
+def replay_bulk(app_id: str, filters: DeadLetterFilter, now_ms: int) -> BulkReplay:
+    """Replay up to `limit` matching dead letters; call again while has_more is true."""
+    page = dead_letters(app_id, filters, filters.limit, None, now_ms)
+    replayed = sum(1 for run in page.items if _replay(run, now_ms) is not None)
+    return BulkReplay(replayed, len(page.items) - replayed, page.last_key is not None)
+
+
+RECOVER_MAX = 1000  # runs re-sent per call; call again while has_more
+
+
+@dataclass(frozen=True)
+class Recovered:
+    recovered: int
+    has_more: bool
+
+
+def recover(app_id: str, endpoint_id: str, since_ms: int, until_ms: int | None, now_ms: int) -> Recovered:
+    """Re-send every run of the Endpoint that ended failed or dead_letter in the window, each as a new
+    attempt series (its history stays). A re-sent run is pending again, so a second call while it
+    waits finds nothing new to send."""
+    endpoint = endpoint_data.get(app_id, endpoint_id, consistent=True)
+    if endpoint is None:
+        raise NotFound(f"endpoint {endpoint_id} not found", "id")
+    if not endpoint.active:
+        raise Conflict(f"endpoint {endpoint_id} is inactive: enable it before recovering its runs", "id")
+    if until_ms is not None and until_ms < since_ms:
+        raise ParamInvalid("until must not be before since", "until")
+    runs, more = data.ended_badly(app_id, endpoint_id, since_ms, until_ms, now_ms, RECOVER_MAX)
+    recovered = sum(1 for run in runs if _replay(run, now_ms, data.RECOVERABLE) is not None)
+    return Recovered(recovered, more)

@@ -1,0 +1,59 @@
+"""Usage metering: one Event publish, one schedule fire or one direct run is one billable trigger;
+retries, replays and fan-out deliveries are not billed. A direct run sent at its creation is added
+to the counter by the worker that first claims it (counted in the month the run was created), or,
+for an App without a quota, by the scan's check of recent runs a few minutes later; a
+scan tick bills its schedule fires from reservations (data/usage.py `reserving`)."""
+
+from __future__ import annotations
+
+from edgecron.data import run_checks
+from edgecron.data import usage as data
+from edgecron.domain.task_runs import TaskRun
+from edgecron.observability import BILLABLE_TRIGGERS, count
+
+
+def month_of(now_ms: int) -> str:
+    return data.month_of(now_ms)
+
+
+def record_trigger(app_id: str, kind: str, now_ms: int, *, counted_later: bool = False) -> None:
+    """One billable trigger. `counted_later`: a direct run sent at its creation, which its worker
+    (`uncounted`) or the scan's check of recent runs (`counted_by_check`) adds to the counter."""
+    if not counted_later:
+        data.spend(app_id, month_of(now_ms), kind)
+    count(BILLABLE_TRIGGERS)
+
+
+def take_back_trigger(app_id: str, kind: str, now_ms: int) -> None:
+    """Undo a `record_trigger` made at `now_ms` for something that turned out not to be new (a Fire
+    written before, an Event whose publish failed). The metric is taken back with the counter, so
+    the BillableTriggers sum agrees with what is billed."""
+    data.give_back(app_id, month_of(now_ms), kind)
+    count(BILLABLE_TRIGGERS, -1)
+
+
+counting_batch = data.batch  # a worker invocation counts the runs it claims together
+billing_ahead = data.reserving  # a scan tick bills its fires from reservations
+
+
+def checked_counts(runs: list[TaskRun]) -> dict[str, int]:
+    """Of the runs the scan's check of recent runs has read once, the ones it counts (direct runs of
+    an App without a quota, marked `counted_by_check`), by the month of their creation: counted with
+    the move of the check's mark (data/run_checks.py `mark_checked`), one write per App and page."""
+    todo: dict[str, int] = {}
+    for run in runs:
+        if run.counted_by_check:
+            month = month_of(int(run.created_at))
+            todo[month] = todo.get(month, 0) + 1
+    return todo
+
+
+def usage_of(app_id: str, month: str, *, held: bool = True) -> dict[str, int]:
+    """The billed triggers: the counters less what the current reservation holds unspent, plus the
+    direct runs the check counted on the App's mark and has not moved to the counter yet (`held`;
+    the quota check leaves them out, see services/quota.py)."""
+    unspent = data.unspent(app_id, month)
+    counts = {kind: used - unspent.get(kind, 0) for kind, used in data.get(app_id, month).items()}
+    if held:
+        counts["direct"] += run_checks.held_for(app_id, month)
+    return {**counts, "total": sum(counts.values())}

@@ -1,0 +1,224 @@
+"""What a user of a schedule observes, on a virtual clock that drives the scan, the queues and the
+workers together: every fire after a resume is delivered, none after a pause, `next_fire_time`,
+`last_fire_time` and `preview` describe the schedule (not how far fires were dispatched ahead), a
+failed read in a scan tick loses no fire, and a paused schedule that was behind records what it
+owed. The rules are written in docs/time-rules.md (What a schedule promises)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from edgecron import clock
+from edgecron.data.models import ScheduleModel
+from edgecron_testing.harness import call_api
+from edgecron_testing.inprocess import due_walk_left_at
+from edgecron_testing.receiver import Receiver
+from edgecron_testing.virtual_time import VirtualStack, sqs_on_clock
+from tests.integration.conftest import new_app
+
+T0 = datetime(2026, 12, 3, 10, 0, 0, tzinfo=UTC)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def iso(value: datetime) -> str:
+    return clock.iso(value) or ""
+
+
+@pytest.fixture
+def stack() -> Iterator[VirtualStack]:
+    fixed = clock.FixedClock(T0 - timedelta(minutes=1))
+    with sqs_on_clock(fixed):
+        due_walk_left_at(clock.to_ms(T0) - 60_000)
+        yield VirtualStack(fixed)
+
+
+class Tenant:
+    def __init__(self, receiver: Receiver, name: str) -> None:
+        self.app_id, self.key = new_app(name)
+        self.receiver = receiver
+        self.path = f"/{name}"
+        resp = call_api("POST", "/v1/endpoints", key=self.key, body={"url": receiver.url(self.path)})
+        assert resp.status == 201, resp.body
+        self.endpoint_id = resp.body["id"]
+
+    def api(self, method: str, path: str, body: dict[str, Any] | None = None, **kw: Any) -> Any:
+        return call_api(method, path, key=self.key, body=body, **kw)
+
+    def schedule(self, **body: Any) -> dict[str, Any]:
+        resp = self.api("POST", "/v1/schedules", {"endpoint_ids": [self.endpoint_id], **body})
+        assert resp.status == 201, resp.body
+        return dict(resp.body)
+
+    def get(self, schedule_id: str, preview: int = 0) -> dict[str, Any]:
+        query = {"preview": str(preview)} if preview else None
+        resp = self.api("GET", f"/v1/schedules/{schedule_id}", query=query)
+        assert resp.status == 200, resp.body
+        return dict(resp.body)
+
+    def delivered(self, schedule_id: str) -> list[str]:
+        """The nominal fire times the receiver was called for, as the delivery headers name them."""
+        return sorted(
+            r.headers["edgecron-fire-time"]
+            for r in self.receiver.requests
+            if r.path == self.path and r.headers.get("edgecron-schedule-id") == schedule_id
+        )
+
+
+def every(seconds: int, start: float, end: float) -> list[str]:
+    """The fire times of an every-`seconds` schedule in [start, end] (seconds after T0)."""
+    first = int(start) + (-int(start)) % seconds
+    return [iso(at(s)) for s in range(first, int(end) + 1, seconds)]
+
+
+def test_a_resume_delivers_every_fire_after_it_including_those_dispatched_before_the_pause(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    t = Tenant(receiver, "pause-resume")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/5 * * * * *")
+    stack.run_until(at(12))
+    stack.clock.set(at(12.5))
+    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    stack.run_until(at(14))
+    stack.clock.set(at(14.5))
+    resumed = t.api("POST", f"/v1/schedules/{s['id']}/resume")
+    assert resumed.status == 200
+    assert resumed.body["next_fire_time"] == iso(at(15))
+    stack.run_until(at(125))
+    assert t.delivered(s["id"]) == every(5, 1, 10) + every(5, 15, 125)
+
+
+def test_a_resume_of_a_minutely_schedule_delivers_its_next_fire_dispatched_before_the_pause(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    t = Tenant(receiver, "pause-resume-minutes")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/5 * * * *")
+    stack.run_until(at(4 * 60 + 10))  # the scan dispatched 10:05 ahead
+    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    stack.run_until(at(4 * 60 + 20))
+    assert t.api("POST", f"/v1/schedules/{s['id']}/resume").status == 200
+    stack.run_until(at(11 * 60 + 5))
+    assert t.delivered(s["id"]) == [iso(at(300)), iso(at(600))]
+
+
+def test_no_fire_after_a_pause_returned_is_delivered_even_one_dispatched_just_before(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    t = Tenant(receiver, "pause-edge")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/2 * * * * *")
+    stack.run_until(at(7))
+    stack.clock.set(at(7.7))  # 0.3 s before a fire whose run waits in the queue
+    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    stack.run_until(at(90))
+    assert t.delivered(s["id"]) == every(2, 1, 6)
+    fires = t.api("GET", f"/v1/schedules/{s['id']}/fires", query={"limit": "50"}).body["data"]
+    after_pause = [f for f in fires if f["fire_time"] > iso(at(7.7))]
+    assert all(f["status"] == "CANCELLED" for f in after_pause), after_pause
+    for f in after_pause:  # never started: no start, no (negative) duration
+        assert f["started_at"] is None and f["duration_ms"] is None, f
+
+
+def test_next_fire_time_last_fire_time_and_preview_describe_the_schedule(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    t = Tenant(receiver, "timing-truth")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/10 * * * * *")
+    assert s["next_fire_time"] == iso(at(10))
+    assert s["last_fire_time"] is None
+    assert t.get(s["id"], preview=3)["preview"] == [iso(at(10)), iso(at(20)), iso(at(30))]
+    stack.run_until(at(25))
+    stack.clock.set(at(25.5))
+    got = t.get(s["id"], preview=3)
+    assert (got["next_fire_time"], got["last_fire_time"]) == (iso(at(30)), iso(at(20)))
+    assert got["preview"] == [iso(at(30)), iso(at(40)), iso(at(50))]
+    paused = t.api("POST", f"/v1/schedules/{s['id']}/pause").body
+    assert (paused["next_fire_time"], paused["last_fire_time"]) == (None, iso(at(20)))
+    stack.run_until(at(95))
+    got = t.get(s["id"], preview=3)
+    assert (got["next_fire_time"], got["last_fire_time"], got["preview"]) == (None, iso(at(20)), [])
+    resumed = t.api("POST", f"/v1/schedules/{s['id']}/resume").body
+    assert (resumed["next_fire_time"], resumed["last_fire_time"]) == (iso(at(100)), iso(at(20)))
+    stack.run_until(at(101))
+    assert t.get(s["id"])["last_fire_time"] == iso(at(100))
+
+
+def test_a_failed_read_of_the_due_index_loses_no_fire_of_the_scan_window(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    t = Tenant(receiver, "scan-fault")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/10 * * * * *")
+    daily = t.schedule(cron="30 1 10 * * *")  # 10:01:30 each day: on the day wheel
+    stack.run_until(at(59))
+    events = ScheduleModel._get_connection().connection.client.meta.events
+    failed: list[str] = []
+
+    def throttle_first_due_query(params: dict[str, Any], **_: Any) -> None:
+        if not failed and params.get("IndexName") == "due_slots":
+            failed.append("Query")
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, "Query")
+
+    events.register("before-parameter-build.dynamodb.Query", throttle_first_due_query)
+    try:
+        stack.run_until(at(61))
+    finally:
+        events.unregister("before-parameter-build.dynamodb.Query", throttle_first_due_query)
+    assert failed, "the fault was not injected"
+    assert stack.scans[-1]["item_failures"] >= 1, stack.scans[-1]
+    stack.run_until(at(200))
+    # the failed tick dispatched nothing: the next one finds both schedules behind and follows their
+    # missed-fire policy (RUN_ONCE: the latest missed fire runs late, the others are recorded MISSED)
+    missed = every(10, 80, 100)
+    fires = t.api("GET", f"/v1/schedules/{s['id']}/fires", query={"limit": "50"}).body["data"]
+    assert {f["fire_time"] for f in fires if f["status"] == "MISSED"} == set(missed)
+    assert t.delivered(s["id"]) == [f for f in every(10, 1, 200) if f not in missed]
+    assert t.delivered(daily["id"]) == [iso(at(90))]
+
+
+def test_pausing_a_schedule_that_is_behind_records_the_fires_it_owed_as_missed(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    t = Tenant(receiver, "pause-behind")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/1 * * * *", missed_policy="SKIP")
+    stack.run_until(at(61))
+    assert t.delivered(s["id"]) == [iso(at(60))]
+    stack.scan_down = True  # the scan is out for five minutes
+    stack.run_until(at(6 * 60 + 10))
+    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    stack.scan_down = False
+    stack.run_until(at(9 * 60 + 5))
+    fires = t.api("GET", f"/v1/schedules/{s['id']}/fires", query={"limit": "50"}).body["data"]
+    by_time = {f["fire_time"]: f["status"] for f in fires}
+    owed = [iso(at(m * 60)) for m in range(3, 7)]  # 10:02 was dispatched ahead before the outage
+    assert [by_time.get(f) for f in owed] == ["MISSED"] * 4, by_time
+    assert t.delivered(s["id"]) == [iso(at(60)), iso(at(120))]
+
+
+@pytest.mark.parametrize("field", ["start_at", "end_at", "at"])
+@pytest.mark.parametrize("value", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59Z"])
+def test_a_time_the_engine_cannot_compute_is_refused_naming_the_field(
+    field: str, value: str, receiver: Receiver
+) -> None:
+    t = Tenant(receiver, "far-times")
+    body: dict[str, Any] = {"cron": "0 * * * *"} if field != "at" else {}
+    body[field] = value
+    resp = t.api("POST", "/v1/schedules", {"endpoint_ids": [t.endpoint_id], **body})
+    assert resp.status == 400, resp.body
+    assert resp.body["error"]["field"] == field
+    assert t.api("GET", "/v1/schedules").body["data"] == []
+    s = t.schedule(cron="0 * * * *")
+    patched = t.api("PATCH", f"/v1/schedules/{s['id']}", {field: value})
+    assert patched.status == 400 and patched.body["error"]["field"] == field, patched.body
+    assert t.api("GET", "/v1/schedules").status == 200

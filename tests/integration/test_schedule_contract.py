@@ -15,8 +15,9 @@ from botocore.exceptions import ClientError
 
 from edgecron import clock
 from edgecron.data.models import ScheduleModel
-from edgecron_testing.harness import call_api
-from edgecron_testing.inprocess import due_walk_left_at
+from edgecron_cli.local.stack import REBUILD_EVENT
+from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.inprocess import drain_queues, due_walk_left_at
 from edgecron_testing.receiver import Receiver
 from edgecron_testing.virtual_time import VirtualStack, sqs_on_clock
 from tests.integration.conftest import new_app
@@ -222,3 +223,18 @@ def test_a_time_the_engine_cannot_compute_is_refused_naming_the_field(
     patched = t.api("PATCH", f"/v1/schedules/{s['id']}", {field: value})
     assert patched.status == 400 and patched.body["error"]["field"] == field, patched.body
     assert t.api("GET", "/v1/schedules").status == 200
+
+
+def test_a_restart_that_lost_the_queues_delivers_every_fire_dispatched_ahead(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    """The local stack keeps its queues in memory: on start it rebuilds them from the tables with a
+    scan that knows every message is lost, which must re-send the runs of fires dispatched ahead."""
+    t = Tenant(receiver, "restart")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/2 * * * * *")
+    stack.run_until(at(10))
+    drain_queues()  # the stack stopped: its queues are gone, the tables stay
+    invoke("scan", REBUILD_EVENT)
+    stack.run_until(at(90))
+    assert t.delivered(s["id"]) == every(2, 1, 90)

@@ -171,9 +171,9 @@ def check_recent_runs(tick: _Tick) -> Work:
     entry it would have had, and handle it as the wake walk would; then move the mark. Reads grow
     with the Apps (one batch read of marks per 100, one query per partition of an App whose runs
     may reach past its mark: data/run_checks.py) and the runs created since the last tick, not with
-    an App's history. `rebuild` (every message is
-    known lost) reads up to now and leaves the marks alone."""
-    until = tick.now_ms - (0 if tick.rebuild else check_lag_ms(tick.settings))
+    an App's history. `rebuild` (every message is known lost) reads up to the horizon, since the
+    runs of fires dispatched ahead have ids ordered by their fire times, and leaves the marks alone."""
+    until = tick.horizon if tick.rebuild else tick.now_ms - check_lag_ms(tick.settings)
     for apps in run_checks.app_pages():
         marks = run_checks.marks([app_id for app_id, _ in apps])
         for app_id, created_at in apps:

@@ -32,8 +32,20 @@ def test_an_undispatched_or_settled_fire_reads_as_stored() -> None:
     assert fire().shown_status(FIRE_AT + 1) == FireStatus.SCHEDULED
     done = fire(status=FireStatus.COMPLETED, started_at=FIRE_AT, finished_at=FIRE_AT + 250)
     assert done.shown_status(FIRE_AT + 1) == FireStatus.COMPLETED
-    assert done.duration_ms == 250
-    assert fire(status=FireStatus.MISSED, finished_at=FIRE_AT).duration_ms is None
+    assert done.duration_ms(attempted=True) == 250
+    assert fire(status=FireStatus.MISSED, finished_at=FIRE_AT).duration_ms(attempted=False) is None
+
+
+def test_a_fire_begins_at_its_time_and_one_cancelled_before_any_request_never_began() -> None:
+    ahead = fire(started_at=FIRE_AT - 60_000)  # dispatched a minute ahead of its time
+    assert ahead.began_at(attempted=False) == FIRE_AT
+    done = dataclasses.replace(ahead, status=FireStatus.COMPLETED, finished_at=FIRE_AT + 40)
+    assert (done.began_at(attempted=True), done.duration_ms(attempted=True)) == (FIRE_AT, 40)
+    cancelled = dataclasses.replace(ahead, status=FireStatus.CANCELLED, finished_at=FIRE_AT - 5_000)
+    assert cancelled.began_at(attempted=False) is None
+    assert cancelled.duration_ms(attempted=False) is None
+    late = fire(started_at=FIRE_AT + 3_000, status=FireStatus.COMPLETED, finished_at=FIRE_AT + 3_100)
+    assert (late.began_at(attempted=True), late.duration_ms(attempted=True)) == (FIRE_AT + 3_000, 100)
 
 
 def test_a_fire_is_immutable() -> None:
@@ -89,7 +101,7 @@ def test_a_fire_its_run_completed_reads_completed_with_the_runs_end() -> None:
     dispatched = fire(endpoint_ids=("ep_1",), run_ids=("run_1",), started_at=FIRE_AT)
     shown = dispatched.as_run_left_it(_run(RunStatus.SUCCESS))
     assert shown.status == FireStatus.COMPLETED and not shown.is_open
-    assert shown.finished_at == FIRE_AT + 250 and shown.duration_ms == 250
+    assert shown.finished_at == FIRE_AT + 250 and shown.duration_ms(attempted=True) == 250
 
 
 @pytest.mark.parametrize(

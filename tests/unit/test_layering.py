@@ -63,3 +63,72 @@ def test_product_code_assigns_no_private_attribute_of_another_module() -> None:
                     ):
                         found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(target)}")
     assert found == []
+
+
+CORE = ROOT / "layers" / "core"
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every module of the core package and the core modules it imports, wherever in the file the
+    import stands (an import made lazy inside a function still ties the two modules together)."""
+    modules = {}
+    for path in (CORE / "edgecron").rglob("*.py"):
+        name = ".".join(path.relative_to(CORE).with_suffix("").parts).removesuffix(".__init__")
+        modules[name] = path
+    return {
+        name: {m for m in imported_modules(path) if m in modules and m != name}
+        for name, path in modules.items()
+    }
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_core_package_has_no_import_circle() -> None:
+    assert _cycles(_module_graph()) == []
+
+
+FIRE_SETTLE_WRITES = ("fire_data.settle(", "fire_data.settle_unadmitted(", "fire_data.settle_from_run(")
+
+
+def test_only_the_settle_module_writes_a_fires_final_status() -> None:
+    """services/fires.py is the one writer of a Fire's final status (and so always takes the
+    after-settle step: failure count, a one-time schedule's end, the turn)."""
+    owner = CORE / "edgecron" / "services" / "fires.py"
+    offenders = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in (CORE / "edgecron").rglob("*.py")
+        if path != owner
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if any(call in line for call in FIRE_SETTLE_WRITES)
+    ]
+    assert offenders == []

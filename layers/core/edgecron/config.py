@@ -92,6 +92,11 @@ class Settings(BaseModel):
             ipaddress.ip_network(cidr, strict=False)
         return value
 
+    @property
+    def lookahead_ms(self) -> int:
+        """How far ahead of now fires and due runs are dispatched (SQS delays land them on time)."""
+        return self.lookahead_sec * 1000
+
 
 def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     """Build Settings from an environment mapping (os.environ by default); an empty variable counts as

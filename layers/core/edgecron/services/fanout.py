@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgecron import clock
+from edgecron.config import get_settings
 from edgecron.data import events as event_data
 from edgecron.data import fanout_pages
 from edgecron.data import fires as fire_data
@@ -46,7 +47,7 @@ from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import logger
 from edgecron.schemas.messages import FanoutBody
-from edgecron.services import fire_dispatch, fire_pipeline
+from edgecron.services import fire_dispatch, fire_pipeline, fires
 from edgecron.services.events import run_id_for
 from edgecron.services.task_runs import enqueue_plan
 
@@ -142,7 +143,7 @@ def _schedule_window(app_id: str, schedule_id: str, until_ms: int) -> FanoutRepo
     schedule = schedule_data.get(app_id, schedule_id, consistent=True)
     if schedule is None or not schedule.is_active or schedule.next_fire_at is None:
         return FanoutReport("skipped")
-    horizon = min(until_ms, clock.to_ms(now) + fire_dispatch.lookahead_ms())
+    horizon = min(until_ms, clock.to_ms(now) + get_settings().lookahead_ms)
     step = min(horizon, schedule.next_fire_at + WINDOW_STEP_MS - 1)
     done = fire_pipeline.dispatch(schedule, now, step)
     handled, schedule = done.handled, done.schedule
@@ -303,8 +304,7 @@ def _after_last_page(schedule_id: str, fire_at: int, last_ids: list[str], now_ms
     if fire is None or fire.status not in fire_data.OPEN:
         return
     if not fire.run_count:
-        if fire_data.settle(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS):
-            fire_pipeline.after_settle(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS)
+        fires.settle_as(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS)
         return
     fire_pipeline.settle_if_done(fire, now_ms)
 
@@ -319,7 +319,7 @@ def stop_fire(fire: Fire, unrecorded_run_ids: list[str], now_ms: int) -> None:
             run_data.cancel(run, now_ms, STOPPED)
     current = fire_data.get(fire.schedule_id, fire.fire_at)
     if current is not None and current.status in fire_data.OPEN:
-        fire_data.settle(current, fire_data.CANCELLED, now_ms, STOPPED)
+        fires.settle_as(current, fire_data.CANCELLED, now_ms, STOPPED)
 
 
 def handle_dead_letter(body: FanoutBody | str, receive_count: int) -> str:
@@ -350,8 +350,7 @@ def handle_dead_letter(body: FanoutBody | str, receive_count: int) -> str:
     fire = fire_data.get(str(message.schedule_id), int(message.fire_at or 0))
     if fire is None or fire.app_id != message.app_id:
         return "unknown"
-    if fire.status not in fire_data.OPEN or not fire_data.settle(fire, fire_data.FAILED, now_ms, reason):
+    if fire.status not in fire_data.OPEN or not fires.settle_as(fire, fire_data.FAILED, now_ms, reason):
         return "already_final"
     logger.error("fire fan-out failed", extra={"schedule_id": fire.schedule_id, "reason": reason})
-    fire_pipeline.after_settle(fire, fire_data.FAILED, now_ms, reason)
     return "fire_failed"

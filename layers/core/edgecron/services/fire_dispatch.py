@@ -22,24 +22,21 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from edgecron import clock
-from edgecron.config import get_settings
 from edgecron.data import fanout_pages
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.queues import (
-    MAX_DELAY_SEC,
     DeliveryMessage,
     send_deliveries,
     send_fire_fanout,
-    send_fire_gate,
 )
 from edgecron.domain import jitter
 from edgecron.domain import run_states as st
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
 from edgecron.observability import FIRES, count, logger
-from edgecron.services import fires, quota, usage
+from edgecron.services import fire_turns, fires, quota, usage
 from edgecron.services.task_runs import enqueue_plan
 
 QUOTA_EXCEEDED = "monthly quota exceeded: the fire was not run"
@@ -176,7 +173,7 @@ def _go_on(
     if fire.status not in fire_data.OPEN:
         return DispatchResult(fire, created, 0)  # settled by an earlier attempt
     if fire.waits_for_admission:  # its overlap policy decides at its due time
-        send_gate(fire, now_ms, near_only=not created)
+        fire_turns.send_gate(fire, now_ms, near_only=not created)
         return DispatchResult(fire, created, 0)
     if fire.overlap is not None:
         start_admitted(schedule, fire, now_ms)
@@ -190,17 +187,6 @@ def _go_on(
         _fan_out(fire)
         return DispatchResult(fire, created, 0)
     return _dispatch_listed(schedule, fire, created, now_ms, outbox)
-
-
-def send_gate(fire: Fire, now_ms: int, *, near_only: bool = False) -> None:
-    """Send the message that admits a gated Fire at its due time (the fan-out function decides).
-    `near_only`: only if that time is within the look-ahead (the scan's re-drive of one whose
-    message was lost sends it again on the tick that sees it due)."""
-    wait_ms = fire.due_ms - now_ms
-    if near_only and wait_ms > lookahead_ms():
-        return
-    delay = min(MAX_DELAY_SEC, max(0, wait_ms // 1000))
-    send_fire_gate(fire.schedule_id, fire.fire_at, fire.app_id, delay)
 
 
 def start_admitted(schedule: Schedule, fire: Fire, now_ms: int, *, admitted_now: bool = False) -> None:
@@ -357,7 +343,3 @@ def dispatch_due(
         schedule = advanced
         handled += 1
     return DueDispatch(handled, schedule)
-
-
-def lookahead_ms() -> int:
-    return get_settings().lookahead_sec * 1000

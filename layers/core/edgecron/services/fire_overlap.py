@@ -17,11 +17,11 @@ from edgecron import clock
 from edgecron.data import fires as fire_data
 from edgecron.data import schedules as schedule_data
 from edgecron.domain.fires import Fire
-from edgecron.domain.overlap import Admission, Slot, admit, next_to_start
+from edgecron.domain.overlap import Admission, Slot, admit
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import OverlapPolicy, ScheduleStatus
 from edgecron.observability import logger
-from edgecron.services import fire_dispatch, fires
+from edgecron.services import fire_dispatch, fire_turns, fires
 
 EARLY_MS = 1_000  # SQS delays are whole seconds: a gate message may arrive this much early
 ATTEMPTS = 3  # a decision whose slot write lost a race reads the slot again
@@ -70,12 +70,12 @@ def _admit_once(schedule_id: str, fire_at_ms: int, app_id: str, now_ms: int) -> 
         fire_dispatch.start_admitted(schedule, fire, now_ms)
         return "started"
     if fire.due_ms > now_ms + EARLY_MS:
-        fire_dispatch.send_gate(fire, now_ms)
+        fire_turns.send_gate(fire, now_ms)
         return "early"
     slot, running, _ = _slot(schedule)
     decision = admit(OverlapPolicy(fire.overlap), fire_at_ms, slot)
     if decision is Admission.HAND_OVER and running is not None:
-        release(running, now_ms)  # what the worker that settled it did not live to do
+        fire_turns.release(running, now_ms)  # what the worker that settled it did not live to do
         return "retry"
     if decision is Admission.START:
         if slot.running_at != fire_at_ms and not schedule_data.take_slot(
@@ -84,7 +84,7 @@ def _admit_once(schedule_id: str, fire_at_ms: int, app_id: str, now_ms: int) -> 
             return "retry"
         return _start(schedule, fire, now_ms)
     if decision is Admission.SKIP:
-        if fire_data.settle_unadmitted(fire, fire_data.SKIPPED, now_ms, skipped_reason(slot.running_at)):
+        if fires.settle_as(fire, fire_data.SKIPPED, now_ms, skipped_reason(slot.running_at), unadmitted=True):
             logger.info("fire skipped: the previous one is still open", extra={"schedule_id": schedule_id})
         return "skipped"
     if slot.buffered_at != fire_at_ms and not schedule_data.buffer_slot(
@@ -112,33 +112,3 @@ def _start(schedule: Schedule, fire: Fire, now_ms: int) -> str:
         fire = admitted
     fire_dispatch.start_admitted(schedule, fire, now_ms, admitted_now=admitted is not None)
     return "started"
-
-
-def release(fire: Fire, now_ms: int) -> None:
-    """A Fire admitted under an overlap policy settled: free the schedule's slot, or hand it to the
-    buffered Fire and send its admission (unless the schedule stopped: its pause cancels it). The
-    fan-out function starts it, like any gated Fire, wherever the settle happened (a worker, the
-    scan, a pause)."""
-    if fire.overlap is None or fire.admitted_at is None:
-        return
-    schedule = schedule_data.get(fire.app_id, fire.schedule_id, consistent=True)
-    fire_at_ms = fire.fire_at
-    if (
-        schedule is None
-        or schedule.overlap_running_at is None
-        or int(schedule.overlap_running_at) != fire_at_ms
-    ):
-        return  # the slot moved on (a re-driven admission found this Fire settled and took it)
-    buffered_at = None if schedule.overlap_buffered_at is None else int(schedule.overlap_buffered_at)
-    buffered = fire_data.get(fire.schedule_id, buffered_at) if buffered_at is not None else None
-    start_at = next_to_start(
-        Slot(
-            running_at=fire_at_ms,
-            buffered_at=buffered_at,
-            buffered_waiting=buffered is not None and buffered.waits_for_admission,
-        )
-    )
-    if not schedule_data.release_slot(schedule, fire_at_ms, start_at, buffered_at):
-        return  # moved meanwhile: whoever moved it owns what comes next
-    if start_at is not None and buffered is not None and schedule.status == ScheduleStatus.ACTIVE:
-        fire_dispatch.send_gate(buffered, now_ms)  # the fan-out function admits it: the slot is its own

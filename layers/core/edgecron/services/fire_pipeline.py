@@ -33,7 +33,6 @@ __all__ = [
     "LateReport",
     "ScheduleScanReport",
     "admit_due",
-    "after_settle",
     "cancel_open",
     "catch_up",
     "dispatch",
@@ -43,7 +42,6 @@ __all__ = [
     "reconcile_late",
     "record_owed",
     "schedule_work",
-    "settle",
     "settle_if_done",
     "table_work",
 ]
@@ -105,19 +103,9 @@ def reconcile_late(
     return schedules_scan.reconcile_late(late, now, queues_lost=queues_lost, state=state)
 
 
-def settle(run: TaskRun, status: str, now_ms: int) -> None:
-    """A schedule run reached a final status: settle its Fire if it was the last one open."""
-    fires.run_settled(run, status, now_ms)
-
-
 def settle_if_done(fire: Fire, now_ms: int) -> str | None:
     """Settle the Fire from its runs if all are final; its final status, or None."""
     return fires.settle_if_done(fire, now_ms)
-
-
-def after_settle(fire: Fire, final: str, now_ms: int, error: str | None) -> None:
-    """Count a Fire settled outside settle() toward its schedule's consecutive failures."""
-    fires.after_settle(fire, final, now_ms, error)
 
 
 def cancel_open(

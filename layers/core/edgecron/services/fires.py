@@ -18,7 +18,7 @@ from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import NotificationKind, OperationalEvent, ScheduleStatus
 from edgecron.observability import AUTO_PAUSED, count, logger
 from edgecron.schemas.schedules import PAUSE_REASON_MAX
-from edgecron.services import operational_events
+from edgecron.services import fire_turns, operational_events
 
 PAUSE_AFTER_FAILURES = 3
 
@@ -180,6 +180,19 @@ def settle_if_done(
     return final
 
 
+def settle_as(fire: Fire, final: str, now_ms: int, reason: str | None, *, unadmitted: bool = False) -> bool:
+    """Give a Fire a final status its runs do not decide (MISSED, SKIPPED, a fan-out's end, a gated
+    Fire cancelled before it was let start): one conditional write, then the after-settle step, as
+    every settle takes it. `unadmitted`: a gated Fire never let start (fails if it was meanwhile).
+    False when another writer settled it first."""
+    settle = fire_data.settle_unadmitted if unadmitted else fire_data.settle
+    settled = settle(fire, final, now_ms, reason)
+    if settled is None:
+        return False
+    after_settle(settled, final, now_ms, reason)
+    return True
+
+
 def stays_unwritten(run: TaskRun, final: str) -> bool:
     """Whether the Fire of a run that settles it may keep its item as dispatched: the run completed
     at its first attempt, so the Fire never entered the open-fires index (a retry or a long wait puts
@@ -219,11 +232,8 @@ def after_settle(
             _auto_paused(fire, failures, error, now_ms)
     if schedule.cron is None and schedule.next_fire_at is None:
         schedule_data.finish_one_time(fire.app_id, fire.schedule_id, now_ms)
-    if fire.overlap is not None:  # it held its schedule's overlap slot: the buffered one starts
-        # imported here: starting a Fire needs the dispatch, which itself settles Fires through here
-        from edgecron.services import fire_overlap
-
-        fire_overlap.release(fire, now_ms)
+    if fire.overlap is not None:  # it held its schedule's turn: the buffered one is admitted next
+        fire_turns.release(fire, now_ms)
 
 
 def auto_pause_reason(failures: int, error: str | None) -> str:
@@ -313,7 +323,7 @@ def cancel_fire(fire: Fire, now_ms: int, reason: str) -> int:
                 cancelled += 1
     fire = counted_runs_ended(fire, cancelled + ended)
     # a gated Fire never let start has no runs to settle from (a broadcast one has none at all)
-    if fire.waits_for_admission and fire_data.settle_unadmitted(fire, fire_data.CANCELLED, now_ms, reason):
+    if fire.waits_for_admission and settle_as(fire, fire_data.CANCELLED, now_ms, reason, unadmitted=True):
         return cancelled
     settle_if_done(fire, now_ms)
     return cancelled

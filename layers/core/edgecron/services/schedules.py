@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from edgecron import clock, ids
+from edgecron.config import get_settings
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import retry_policies as policy_data
 from edgecron.data import schedules as data
@@ -330,7 +331,7 @@ def kick(schedule: Schedule, now: datetime) -> Schedule:
     if schedule.status != ScheduleStatus.ACTIVE or schedule.next_fire_at is None:
         return schedule
     now_ms = clock.to_ms(now)
-    horizon = now_ms + fire_dispatch.lookahead_ms()
+    horizon = now_ms + get_settings().lookahead_ms
     done = fire_pipeline.dispatch(schedule, now, min(horizon, now_ms + KICK_AHEAD_MS))
     schedule = done.schedule
     if done.handled < KICK_FIRES:

@@ -163,7 +163,7 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
     another's whole look-ahead window. Each is caught up when it is first taken, if it lags. Their
     runs' messages go out ten to a request (FireOutbox)."""
     now_ms = clock.to_ms(now)
-    horizon = horizon_ms if horizon_ms is not None else now_ms + fire_dispatch.lookahead_ms()
+    horizon = horizon_ms if horizon_ms is not None else now_ms + get_settings().lookahead_ms
     shards = get_settings().shards
     start = first_shard(now_ms, shards)
     mark = schedule_data.due_mark()
@@ -744,9 +744,8 @@ def miss(fire: Fire | None, runs: list[TaskRun], now_ms: int, *, policy: str | N
         fires.counted_runs_ended(fire, ended)
         fires.settle_if_done(fire, now_ms)
         return False
-    if not fire_data.settle(fire, fire_data.MISSED, now_ms, MISSED_REASON):
+    if not fires.settle_as(fire, fire_data.MISSED, now_ms, MISSED_REASON):
         return False
     count(MISSED_FIRES)
     operational_events.fires_missed(fire.app_id, fire.schedule_id, [fire.fire_at], 1, policy, now_ms)
-    fires.after_settle(fire, fire_data.MISSED, now_ms, MISSED_REASON)
     return True

@@ -6,6 +6,7 @@ owed. The rules are written in docs/time-rules.md (What a schedule promises)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,11 +15,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from edgecron import clock
+from edgecron.data.fires import run_id as run_id_for
 from edgecron.data.models import ScheduleModel
 from edgecron_cli.local.stack import REBUILD_EVENT
-from edgecron_testing.harness import call_api, invoke
-from edgecron_testing.inprocess import drain_queues, due_walk_left_at
-from edgecron_testing.receiver import Receiver
+from edgecron_testing.harness import call_api, delivery_message, invoke, sqs_event
+from edgecron_testing.inprocess import Pump, drain_queues, due_walk_left_at, queue
+from edgecron_testing.receiver import Receiver, Reply
 from edgecron_testing.virtual_time import VirtualStack, sqs_on_clock
 from tests.integration.conftest import new_app
 
@@ -238,3 +240,33 @@ def test_a_restart_that_lost_the_queues_delivers_every_fire_dispatched_ahead(
     invoke("scan", REBUILD_EVENT)
     stack.run_until(at(90))
     assert t.delivered(s["id"]) == every(2, 1, 90)
+
+
+def test_an_auto_paused_schedule_keeps_the_failure_count_that_paused_it(receiver: Receiver) -> None:
+    """A success whose request was made before the auto-pause and that ends after it does not reset
+    the count the pause reason names: `consecutive_failures` and `pause_reason` agree."""
+    clock.set_clock(clock.FixedClock(at(0.5)))
+    t = Tenant(receiver, "late-success")
+    policy = t.api("POST", "/v1/retry-policies", {"strategy": "fixed", "max_attempts": 1}).body["id"]
+    s = t.schedule(cron="*/10 * * * * *", retry_policy_id=policy)
+    while Pump().once("FanoutQueue", "fanout", batch=1):  # the rest of the create's window
+        pass
+    clock.set_clock(clock.FixedClock(at(40)))  # the fires of 10 s … 40 s are all due
+    runs = [run_id_for(s["id"], clock.to_ms(at(n)), t.endpoint_id) for n in (10, 20, 30, 40)]
+    receiver.script(t.path, Reply(500), Reply(500), Reply(200, delay_sec=1.5), Reply(500))
+    for run_id in runs[:2]:  # two fires fail
+        invoke("worker", _deliveries([run_id], t.app_id))
+    late = threading.Thread(target=lambda: invoke("worker", _deliveries(runs[2:3], t.app_id)))
+    late.start()  # the third one's request is on the wire, slowly answered 200 …
+    receiver.wait_for(t.path, 3)
+    invoke("worker", _deliveries(runs[3:], t.app_id))  # … while the fourth fails: that pauses it
+    assert t.get(s["id"])["status"] == "PAUSED"
+    late.join()
+    got = t.get(s["id"])
+    assert (got["status"], got["consecutive_failures"]) == ("PAUSED", 3), got
+    assert got["pause_reason"].startswith("3 fires in a row failed"), got
+    assert t.api("POST", f"/v1/schedules/{s['id']}/resume").body["consecutive_failures"] == 0
+
+
+def _deliveries(run_ids: list[str], app_id: str) -> dict[str, Any]:
+    return sqs_event([delivery_message(r, app_id) for r in run_ids], queue("DeliveryQueue").arn)

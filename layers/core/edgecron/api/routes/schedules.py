@@ -101,7 +101,7 @@ def delete_schedule(schedule_id: str) -> Response[str]:
 
 @router.post(
     "/v1/schedules/<schedule_id>/pause",
-    summary="Pause (cancels dispatched fires and retries)",
+    summary="Pause (no fire after it is delivered; cancels pending retries)",
     tags=TAGS,
     responses=docs(200, ScheduleOut, 404, 409),
 )

@@ -63,18 +63,51 @@ export function freshView() {
   };
 }
 
+/** The header's live indicator: what the page's refresh is doing ("on", "paused" or "error"). */
+export function live(state, text) {
+  const el = document.getElementById("live");
+  if (!el) return;
+  el.hidden = state === null;
+  el.className = state ? `live-${state}` : "";
+  el.textContent = text || "";
+}
+
+function clockTime(date) {
+  return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
 /**
  * Run `task` now and again every `base` ms while the page lives; after a failure the wait doubles up
- * to `max`, and a success brings it back to `base`. Hidden tabs wait too. Returns a stop function.
+ * to `max`, and a success brings it back to `base`. While the tab is hidden nothing is fetched: the
+ * indicator says so, and the page refreshes the moment it is shown again. Returns a stop function.
  */
 export function poll(task, { base = 3000, max = 60000, alive = () => true } = {}) {
   let wait = base;
   let timer = null;
   let stopped = false;
   const run = async () => {
+    timer = null;
     if (stopped || !alive()) return;
-    if (document.hidden) { timer = setTimeout(run, base); return; }
-    try { await task(); wait = base; } catch (error) { wait = Math.min(max, wait * 2); if (error && error.status === 401) return; }
+    if (document.hidden) {
+      live("paused", "Paused while the tab is hidden");
+      const onShow = () => {
+        if (document.hidden) return;
+        document.removeEventListener("visibilitychange", onShow);
+        run();
+      };
+      document.addEventListener("visibilitychange", onShow);
+      return;
+    }
+    try {
+      await task();
+      wait = base;
+      if (alive()) live("on", `Live · updated ${clockTime(new Date())}`);
+    } catch (error) {
+      wait = Math.min(max, wait * 2);
+      if (error && error.status === 401) return;
+      if (error && error.status === 404) { if (alive()) live(null); return; }
+      if (alive()) live("error", `Connection lost · retrying in ${Math.round(wait / 1000)} s`);
+    }
     if (!stopped && alive()) timer = setTimeout(run, wait);
   };
   run();

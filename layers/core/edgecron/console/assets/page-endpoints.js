@@ -2,7 +2,8 @@
 // edit, rotate, enable/disable, recover what failed since a time.
 
 import { get, patch, post, poll } from "/console/api.js";
-import { confirmDialog, field, fill, h, sparkline, table, toast } from "/console/dom.js";
+import { confirmDialog, emptyState, field, fill, h, idCell, sparkline, table, toast } from "/console/dom.js";
+import { endpointPage } from "/console/page-endpoint.js";
 
 function secretPanel(title, secret) {
   const panel = h("section", { class: "panel secret", "aria-labelledby": "secret-title", id: "secret-reveal" },
@@ -106,6 +107,7 @@ function healthCell(ep) {
 }
 
 export async function render(main, ctx) {
+  if (ctx.id) return endpointPage(main, ctx, { healthCell, limitsText, secretPanel });
   const reveal = h("div", { id: "reveal" });
   const editing = h("div");
   const listing = h("div", { "aria-live": "polite" });
@@ -130,7 +132,7 @@ export async function render(main, ctx) {
         if (found.rate !== null) rate = `${found.rate}%`;
       } catch { /* health is best effort */ }
       rows.push([
-        h("td", { class: "mono" }, ep.id), h("td", { class: "mono" }, ep.url), ep.description || "",
+        idCell(ep.id, `#/endpoints/${encodeURIComponent(ep.id)}`), h("td", { class: "mono" }, ep.url), ep.description || "",
         ep.filter_events.join(", ") || "-", healthCell(ep), limitsText(ep), rate, spark,
         h("td", {},
           h("button", { type: "button", onclick: () => fill(editing, editForm(ep, (changed) => { fill(editing); if (changed) refresh(); })) }, "Edit"), " ",
@@ -149,7 +151,10 @@ export async function render(main, ctx) {
       ]);
     }
     if (!ctx.alive()) return;
-    fill(listing, table("Endpoints of this App", ["id", "url", "description", "events", "health", "limits", "success", "recent runs", "actions"], rows, "No endpoints yet."));
+    fill(listing, rows.length
+      ? h("div", { class: "table-wrap" }, table("Endpoints of this App", ["id", "url", "description", "events", "health", "limits", "success", "recent runs", "actions"], rows))
+      : emptyState("endpoints-empty", "No endpoints yet. Create one with the form above, or from the command line; then try it with a local receiver:",
+        "edgecron endpoints create http://127.0.0.1:8000/hook\nedgecron listen --endpoint ep_…"));
   };
 
   create.addEventListener("submit", async (e) => {

@@ -14,7 +14,7 @@ async function detail(main, ctx) {
       h("p", {}, "Name ", h("strong", {}, event.name), " · fan-out ", status(event.fanout_status),
         ` · ${event.matched_endpoints} endpoint(s) matched · ${when(event.created_at)}`),
       event.fanout_error ? h("p", { class: "error" }, event.fanout_error) : null,
-      h("h2", {}, "Payload"), h("pre", { class: "mono panel" }, JSON.stringify(event.payload, null, 2)),
+      h("h2", {}, "Payload"), h("pre", { class: "mono panel", tabindex: "0" }, JSON.stringify(event.payload, null, 2)),
       h("h2", {}, "Runs"),
       table("One task run per matched endpoint", ["run", "endpoint", "status", "attempts", "last code", "last error"],
         event.deliveries.map((d) => [runLink(d.task_run_id), h("td", { class: "mono" }, d.endpoint_id), status(d.status || "expired"),

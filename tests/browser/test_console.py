@@ -120,7 +120,10 @@ def test_sign_in_and_every_page_has_no_serious_accessibility_violation(
     assert local_stack.api_key not in page.current_url
     for name in PAGES:
         go(page, name)
-        wait_for(page, lambda d: d.find_elements(By.CSS_SELECTOR, "main table, main p.muted, main .cards, main .empty"))
+        wait_for(
+            page,
+            lambda d: d.find_elements(By.CSS_SELECTOR, "main table, main p.muted, main .cards, main .empty"),
+        )
         assert axe_violations(page) == [], name
         shot(page, artifacts, f"page-{name}")
 

@@ -153,6 +153,7 @@ def test_a_dead_letter_is_replayed_from_its_run_page(
         ("runs/run_01JDQ7Z8S5B0W6X3K2M9P4R7TV", "No run run_01JDQ7Z8S5B0W6X3K2M9P4R7TV"),
         ("endpoints/ep_01JDQ7Z8S5B0W6X3K2M9P4R7TV", "No endpoint ep_01JDQ7Z8S5B0W6X3K2M9P4R7TV"),
         ("schedules/sch_01JDQ7Z8S5B0W6X3K2M9P4R7TV", "No schedule sch_01JDQ7Z8S5B0W6X3K2M9P4R7TV"),
+        ("events/evt_01JDQ7Z8S5B0W6X3K2M9P4R7TV", "No event evt_01JDQ7Z8S5B0W6X3K2M9P4R7TV"),
     ],
 )
 def test_an_unknown_id_has_a_not_found_page(
@@ -188,6 +189,8 @@ def test_an_endpoint_page_sends_a_signed_test_and_shows_its_result(
     assert run_id.startswith("run_")
     arrived = [line for line in receiver.lines if run_id in line]
     assert arrived and "-> 200" in arrived[0]  # delivered to the receiver, which answered 200
+    assert wait_text(page, "#endpoint-delivered", "1 / 0").endswith("1 / 0")  # the last hour's figures
+    assert " ms" in text_of(page, "#endpoint-p50")
     run = api.ok("GET", f"/v1/task-runs/{run_id}")
     assert (run["endpoint_id"], run["payload"]["type"]) == (endpoint["id"], "edgecron.test")
     wait_text(page, "#recent-title + table, section[aria-labelledby=recent-title]", run_id)
@@ -262,6 +265,8 @@ def test_a_new_app_sees_what_to_do_next_on_every_empty_list(
         ("endpoints", "#endpoints-empty", "edgecron endpoints create"),
         ("schedules", "#schedules-empty", "edgecron schedules create"),
         ("dead-letters", "#dl-empty", ""),
+        ("events", "#events-empty", "edgecron events publish"),
+        ("notifications", "main p.muted", "No notifications."),
     ):
         go(page, name)
         assert command in wait_text(page, selector, command)

@@ -3,6 +3,7 @@
 
 import { get, post, poll } from "/console/api.js";
 import { confirmDialog, fill, h, idCell, notFound, sparkline, status, table, toast, when } from "/console/dom.js";
+import { chart } from "/console/page-overview.js";
 
 const FINISHED = new Set(["success", "failed", "dead_letter", "cancelled"]);
 
@@ -63,12 +64,13 @@ export async function endpointPage(main, ctx, { healthCell, limitsText, secretPa
   const healthBox = h("section", { "aria-labelledby": "health-title" });
   const reveal = h("div");
   const testBox = h("div", { id: "test-box", "aria-live": "polite" });
+  const rates = h("section", { "aria-labelledby": "rates-title" });
   const recent = h("section", { "aria-labelledby": "recent-title", class: "table-wrap" });
   const letters = h("section", { "aria-labelledby": "letters-title", class: "table-wrap" });
   const sendButton = h("button", { type: "button", id: "send-test", class: "primary" }, "Send test");
   const rotate = h("button", { type: "button", id: "rotate-secret" }, "Rotate secret");
   fill(main, h("h1", {}, "Endpoint ", h("span", { class: "mono" }, ctx.id)), h("p", {}, h("a", { href: "#/endpoints" }, "All endpoints")),
-    h("p", { class: "filters" }, sendButton, rotate), reveal, testBox, healthBox, config, recent, letters);
+    h("p", { class: "filters" }, sendButton, rotate), reveal, testBox, healthBox, rates, config, recent, letters);
 
   sendButton.addEventListener("click", async () => {
     sendButton.disabled = true;
@@ -80,10 +82,25 @@ export async function endpointPage(main, ctx, { healthCell, limitsText, secretPa
     catch (err) { toast(err.message, true); }
   });
 
+  let drawn = "";
   const refresh = async () => {
-    const [ep, runs, dead] = await Promise.all([get(`/v1/endpoints/${id}`),
-      get("/v1/task-runs", { endpoint_id: endpoint.id, limit: 50 }), get("/v1/dead-letters", { endpoint_id: endpoint.id, limit: 10 })]);
+    const [ep, runs, dead, stats] = await Promise.all([get(`/v1/endpoints/${id}`),
+      get("/v1/task-runs", { endpoint_id: endpoint.id, limit: 50 }), get("/v1/dead-letters", { endpoint_id: endpoint.id, limit: 10 }),
+      get("/v1/stats/deliveries", { endpoint_id: endpoint.id, window: "hour" })]);
     if (!ctx.alive()) return;
+    const ms = (v) => (v === null ? "-" : `${v} ms`);
+    const key = JSON.stringify([stats.buckets, stats.latency_ms]);
+    if (key !== drawn) {
+      drawn = key;
+      fill(rates, h("h2", { id: "rates-title" }, "Deliveries, last hour"),
+        h("div", { class: "cards" },
+          h("div", { class: "card", id: "endpoint-delivered" }, h("div", { class: "muted" }, "delivered / failed"), `${stats.delivered} / ${stats.failed}`),
+          h("div", { class: "card" }, h("div", { class: "muted" }, "success rate"), stats.success_rate === null ? "-" : `${(100 * stats.success_rate).toFixed(1)}%`),
+          h("div", { class: "card", id: "endpoint-p50" }, h("div", { class: "muted" }, "p50 latency"), ms(stats.latency_ms.p50)),
+          h("div", { class: "card" }, h("div", { class: "muted" }, "p99 latency"), ms(stats.latency_ms.p99))),
+        chart(`Deliveries per minute to ${ep.id}, last hour`, stats.buckets.map((b) => Date.parse(b.start) / 1000),
+          [{ label: "delivered", values: stats.buckets.map((b) => b.delivered) }, { label: "failed", values: stats.buckets.map((b) => b.failed) }]));
+    }
     endpoint = ep;
     const health = ep.health;
     const finished = runs.data.filter((r) => ["success", "failed", "dead_letter"].includes(r.status));

@@ -4,6 +4,7 @@
 import { get, patch, post, poll } from "/console/api.js";
 import { confirmDialog, emptyState, field, fill, h, idCell, sparkline, table, toast } from "/console/dom.js";
 import { endpointPage } from "/console/page-endpoint.js";
+import { pager } from "/console/page-runs.js";
 
 function secretPanel(title, secret) {
   const panel = h("section", { class: "panel secret", "aria-labelledby": "secret-title", id: "secret-reveal" },
@@ -118,10 +119,12 @@ export async function render(main, ctx) {
   const create = h("form", { class: "inline", "aria-label": "Create an endpoint" },
     field("URL", url), field("Description", description), field("Events (comma separated)", events),
     field("Retry policy", policy), h("button", { type: "submit", class: "primary", id: "create-endpoint" }, "Create endpoint"));
-  fill(main, h("h1", {}, "Endpoints"), create, reveal, editing, listing);
+  const pages = pager("endpoints", "endpoints", 50, () => refresh().catch((err) => toast(err.message, true)));
+  fill(main, h("h1", {}, "Endpoints"), create, reveal, editing, pages.el, listing);
 
   const refresh = async () => {
-    const page = await get("/v1/endpoints", { limit: 100 });
+    const page = await get("/v1/endpoints", { limit: 50, cursor: pages.cursor() });
+    pages.update(page.data.length, page.next_cursor);
     const rows = [];
     for (const ep of page.data) {
       let spark = h("span", { class: "muted" }, "no runs");

@@ -48,6 +48,7 @@ export function pager(idPrefix, noun, pageSize, onMove) {
       next = nextCursor || null;
       older.disabled = !next;
       newer.disabled = index === 0;
+      this.el.hidden = index === 0 && !next;
       const first = index * pageSize + 1;
       where.textContent = count ? `${noun} ${first}–${first + count - 1}${next ? ", more are older" : ", the oldest"}` : "";
     },

@@ -3,7 +3,7 @@
 
 import { get, post, poll } from "/console/api.js";
 import { emptyState, field, fill, h, idCell, inZone, notFound, status, table, toast, when } from "/console/dom.js";
-import { runLink } from "/console/page-runs.js";
+import { pager, runLink } from "/console/page-runs.js";
 
 const FIRE_STATUSES = ["COMPLETED", "FAILED", "MISSED", "CANCELLED", "SKIPPED", "BUFFERED", "SCHEDULED"];
 const OVERLAP_POLICIES = ["ALLOW", "SKIP", "BUFFER_ONE"];
@@ -85,7 +85,8 @@ export async function render(main, ctx) {
     field("Endpoints", endpoints), field("Payload (JSON)", payload), field("Jitter (seconds, 0-3600)", jitter),
     field("While the previous fire is open", overlap), h("button", { type: "submit", class: "primary", id: "create-schedule" }, "Create schedule"));
   const box = h("div", { "aria-live": "polite" });
-  fill(main, h("h1", {}, "Schedules"), form, box);
+  const pages = pager("schedules", "schedules", 50, () => refresh().catch((err) => toast(err.message, true)));
+  fill(main, h("h1", {}, "Schedules"), form, pages.el, box);
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     let body;
@@ -100,8 +101,9 @@ export async function render(main, ctx) {
     } catch (err) { toast(err.field ? `${err.field}: ${err.message}` : err.message, true); }
   });
   const refresh = async () => {
-    const page = await get("/v1/schedules", { limit: 100 });
+    const page = await get("/v1/schedules", { limit: 50, cursor: pages.cursor() });
     if (!ctx.alive()) return;
+    pages.update(page.data.length, page.next_cursor);
     fill(box, page.data.length
       ? h("div", { class: "table-wrap" }, table("Schedules of this App", ["id", "name", "when", "zone", "status", "next fire", "last fire"],
         page.data.map((s) => [idCell(s.id, `#/schedules/${encodeURIComponent(s.id)}`), s.name || "",

@@ -145,6 +145,11 @@ def test_a_dead_letter_is_replayed_from_its_run_page(
     wait_for(page, lambda d: api.ok("GET", f"/v1/task-runs/{run['id']}")["series"] == 2)
     wait_text(page, "main .cards", "series 2")
     api.ok("DELETE", f"/v1/endpoints/{endpoint['id']}")
+    go(page, "runs")
+    go(page, f"runs/{run['id']}")
+    assert "the run's Endpoint was deleted" in wait_text(page, "main", "Endpoint was deleted")
+    assert page.find_elements(By.CSS_SELECTOR, "#run-request") == []
+    check(page, artifacts, "run-endpoint-deleted")
 
 
 @pytest.mark.parametrize(

@@ -53,7 +53,12 @@ def on_phone(driver: WebDriver, artifacts: Path, name: str) -> None:
         overflow = driver.execute_script(
             "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
         )
-        assert overflow <= 0, f"{name}: the page is {overflow}px wider than the screen"
+        wide = driver.execute_script(
+            "const w = document.documentElement.clientWidth;"
+            "return [...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect().right > w + 1)"
+            ".slice(0, 5).map(e => e.tagName + '.' + e.className + '#' + e.id);"
+        )
+        assert overflow <= 0, f"{name}: the page is {overflow}px wider than the screen: {wide}"
         check(driver, artifacts, name)
     finally:
         driver.set_window_size(*DESKTOP)
@@ -242,6 +247,7 @@ def test_paging_reaches_the_two_hundredth_run_and_an_id_search_opens_it(
     rows = wait_for(page, lambda d: [r.text for r in d.find_elements(By.CSS_SELECTOR, "main tbody tr")])
     assert len(rows) == 50 and two_hundredth in rows[-1] and newest_first[150] in rows[0]
     check(page, artifacts, "runs-page-4")
+    on_phone(page, artifacts, "runs-phone")
     click(page, "#runs-older")
     assert wait_text(page, "#runs-range", "runs 201") == "runs 201–205, the oldest"
     assert css(page, "#runs-older").get_attribute("disabled") is not None
@@ -298,10 +304,17 @@ def test_a_schedule_paused_for_failing_shows_why_and_links_its_fires_to_their_ru
     assert paused["pause_reason"] and paused["pause_reason"] in reason
     assert f"after {paused['consecutive_failures']} failed fires in a row" in reason
     assert text_of(page, "#schedule-failures").endswith(str(paused["consecutive_failures"]))
-    fires = wait_for(page, lambda d: d.find_elements(By.CSS_SELECTOR, "main table tbody td a.id-text"))
+    wait_for(page, lambda d: d.find_elements(By.CSS_SELECTOR, "main table tbody td a.id-text"))
     check(page, artifacts, "schedule-paused")
-    run_id = fires[0].get_attribute("title")
-    fires[0].click()
+    on_phone(page, artifacts, "schedule-paused-phone")
+
+    def first_run(d: WebDriver) -> str:  # the page redraws as it polls: find the link afresh
+        link = d.find_element(By.CSS_SELECTOR, "main table tbody td a.id-text")
+        title = str(link.get_attribute("title"))
+        link.click()
+        return title
+
+    run_id = wait_for(page, first_run)
     wait_text(page, "main h1", run_id)
     assert schedule["id"] in wait_text(page, "main .cards", "schedule")
     api.ok("DELETE", f"/v1/schedules/{schedule['id']}")

@@ -105,13 +105,16 @@ export function confirmDialog(text, yesLabel = "Confirm") {
   });
 }
 
-/** A table with a header row; `rows` are arrays of cells (strings or nodes). */
+/**
+ * A table with a header row; `rows` are arrays of cells (strings or nodes). It scrolls sideways in a
+ * labelled region a keyboard can reach when the screen is narrower than the table (a phone).
+ */
 export function table(caption, headers, rows, empty = "Nothing yet.") {
   if (!rows.length) return h("p", { class: "muted" }, empty);
-  return h("table", {},
+  return h("div", { class: "table-wrap", role: "region", tabindex: "0", "aria-label": caption }, h("table", {},
     h("caption", { class: "muted" }, caption),
     h("thead", {}, h("tr", {}, headers.map((x) => h("th", { scope: "col" }, x)))),
-    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((c) => (c instanceof Node && c.tagName === "TD" ? c : h("td", {}, c)))))));
+    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((c) => (c instanceof Node && c.tagName === "TD" ? c : h("td", {}, c))))))));
 }
 
 export function field(labelText, input) {

@@ -65,8 +65,8 @@ export async function endpointPage(main, ctx, { healthCell, limitsText, secretPa
   const reveal = h("div");
   const testBox = h("div", { id: "test-box", "aria-live": "polite" });
   const rates = h("section", { "aria-labelledby": "rates-title" });
-  const recent = h("section", { "aria-labelledby": "recent-title", class: "table-wrap" });
-  const letters = h("section", { "aria-labelledby": "letters-title", class: "table-wrap" });
+  const recent = h("section", { "aria-labelledby": "recent-title" });
+  const letters = h("section", { "aria-labelledby": "letters-title" });
   const sendButton = h("button", { type: "button", id: "send-test", class: "primary" }, "Send test");
   const rotate = h("button", { type: "button", id: "rotate-secret" }, "Rotate secret");
   fill(main, h("h1", {}, "Endpoint ", h("span", { class: "mono" }, ctx.id)), h("p", {}, h("a", { href: "#/endpoints" }, "All endpoints")),

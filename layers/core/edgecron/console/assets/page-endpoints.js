@@ -155,7 +155,7 @@ export async function render(main, ctx) {
     }
     if (!ctx.alive()) return;
     fill(listing, rows.length
-      ? h("div", { class: "table-wrap" }, table("Endpoints of this App", ["id", "url", "description", "events", "health", "limits", "success", "recent runs", "actions"], rows))
+      ? h("div", {}, table("Endpoints of this App", ["id", "url", "description", "events", "health", "limits", "success", "recent runs", "actions"], rows))
       : emptyState("endpoints-empty", "No endpoints yet. Create one with the form above, or from the command line; then try it with a local receiver:",
         "edgecron endpoints create http://127.0.0.1:8000/hook\nedgecron listen --endpoint ep_…"));
   };

@@ -58,7 +58,7 @@ export async function render(main, ctx) {
     if (!ctx.alive()) return;
     pages.update(page.data.length, page.next_cursor);
     fill(box, page.data.length
-      ? h("div", { class: "table-wrap" }, table("Events, newest first", ["id", "name", "fan-out", "matched", "published"],
+      ? h("div", {}, table("Events, newest first", ["id", "name", "fan-out", "matched", "published"],
         page.data.map((ev) => [idCell(ev.id, `#/events/${encodeURIComponent(ev.id)}`), ev.name,
           status(ev.fanout_status), String(ev.matched_endpoints), when(ev.created_at)])))
       : emptyState("events-empty", "No events yet. Publish one with the form above, or from the command line; every active Endpoint whose events match gets a run:",

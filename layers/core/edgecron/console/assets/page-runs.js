@@ -81,7 +81,7 @@ export async function runs(main, ctx) {
   const filtered = Object.entries(chosen).filter(([, v]) => v);
   const summary = h("p", { id: "runs-filter", class: "muted" },
     filtered.length ? ["Filtered by ", filtered.map(([k, v]) => `${k} ${v}`).join(", "), " · ", h("a", { href: "#/runs" }, "Clear filters")] : "All runs of this App, newest first.");
-  const box = h("div", { "aria-live": "polite", class: "table-wrap" });
+  const box = h("div", { "aria-live": "polite" });
   const show = freshView();
   const pages = pager("runs", "runs", PAGE_SIZE, () => refresh().catch((err) => toast(err.message, true)));
   fill(main, h("h1", {}, "Runs"), goToRun(), form, summary, pages.el, box);

@@ -105,7 +105,7 @@ export async function render(main, ctx) {
     if (!ctx.alive()) return;
     pages.update(page.data.length, page.next_cursor);
     fill(box, page.data.length
-      ? h("div", { class: "table-wrap" }, table("Schedules of this App", ["id", "name", "when", "zone", "status", "next fire", "last fire"],
+      ? h("div", {}, table("Schedules of this App", ["id", "name", "when", "zone", "status", "next fire", "last fire"],
         page.data.map((s) => [idCell(s.id, `#/schedules/${encodeURIComponent(s.id)}`), s.name || "",
           s.cron || s.at || "", s.timezone, status(s.status), when(s.next_fire_time), when(s.last_fire_time)])))
       : emptyState("schedules-empty", "No schedules yet. Create one with the form above, or from the command line:",

@@ -64,6 +64,16 @@ def on_phone(driver: WebDriver, artifacts: Path, name: str) -> None:
         driver.set_window_size(*DESKTOP)
 
 
+def whole_page(driver: WebDriver, artifacts: Path, name: str) -> None:
+    """A screenshot of the whole page, however long (the window grows to it, then shrinks back)."""
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(DESKTOP[0], min(int(height) + 140, 4000))
+    try:
+        shot(driver, artifacts, name)
+    finally:
+        driver.set_window_size(*DESKTOP)
+
+
 def text_of(driver: WebDriver, selector: str) -> str:
     element = css(driver, selector)
     return str(element.text)
@@ -106,6 +116,7 @@ def test_a_run_page_shows_payload_request_redacted_and_each_attempt(
     assert "This run succeeded: nothing to cancel or replay." in text_of(page, "#run-actions")
     assert any(run["id"] in line for line in receiver.lines)  # the receiver got this very run
     check(page, artifacts, "run-inspection")
+    whole_page(page, artifacts, "run-inspection-whole")
     page.find_element(By.CSS_SELECTOR, "button.copy[data-what=payload]").click()
     wait_for(
         page, lambda d: d.find_element(By.CSS_SELECTOR, "button.copy[data-what=payload]").text == "Copied"
@@ -205,6 +216,7 @@ def test_an_endpoint_page_sends_a_signed_test_and_shows_its_result(
     assert (run["endpoint_id"], run["payload"]["type"]) == (endpoint["id"], "edgecron.test")
     wait_text(page, "#recent-title + table, section[aria-labelledby=recent-title]", run_id)
     check(page, artifacts, "endpoint-page-test-sent")
+    whole_page(page, artifacts, "endpoint-page-whole")
     on_phone(page, artifacts, "endpoint-page-phone")
     api.ok("DELETE", f"/v1/endpoints/{endpoint['id']}")
 

@@ -7,6 +7,13 @@ import { chart } from "/console/page-overview.js";
 
 const FINISHED = new Set(["success", "failed", "dead_letter", "cancelled"]);
 
+/** Seconds as a person reads them: "5 days", "2 hours", "90 s". */
+function span(seconds) {
+  if (seconds >= 86400 && seconds % 86400 === 0) return `${seconds / 86400} ${seconds === 86400 ? "day" : "days"}`;
+  if (seconds >= 3600 && seconds % 3600 === 0) return `${seconds / 3600} ${seconds === 3600 ? "hour" : "hours"}`;
+  return `${seconds} s`;
+}
+
 function facts(pairs) {
   return h("dl", { class: "facts" }, pairs.filter(Boolean).map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
@@ -121,12 +128,12 @@ export async function endpointPage(main, ctx, { healthCell, limitsText, secretPa
       ["events", ep.filter_events.join(", ") || "none (schedule and direct runs only)"],
       ["retry policy", ep.retry_policy_id ? idCell(ep.retry_policy_id) : "the default"],
       ["limits", limitsText(ep)], ["headers", headerNames.length ? `${headerNames.join(", ")} (values not shown)` : "none"],
-      ["auto-disable", `after ${ep.disable_after_failures} failed runs in a row over ${ep.disable_after_sec} s`],
+      ["auto-disable", `after ${ep.disable_after_failures} failed runs in a row over ${span(ep.disable_after_sec)}`],
       ["description", ep.description || "-"], ["created", when(ep.created_at)],
     ]));
     fill(recent, h("h2", { id: "recent-title" }, "Recent runs"),
       runs.data.length
-        ? [table(`The ${Math.min(10, runs.data.length)} newest runs of this endpoint`, ["run", "status", "source", "attempts", "last code", "last error", "when"], runRows(runs.data.slice(0, 10))),
+        ? [table("The newest runs of this endpoint", ["run", "status", "source", "attempts", "last code", "last error", "when"], runRows(runs.data.slice(0, 10))),
           h("p", {}, h("a", { href: `#/runs?endpoint_id=${encodeURIComponent(ep.id)}` }, "All runs of this endpoint"))]
         : h("p", { class: "muted", id: "recent-empty" }, "No runs yet: press Send test, or send one with ",
           h("code", {}, `edgecron runs create ${ep.id} --payload '{"hello": "world"}'`), "."));

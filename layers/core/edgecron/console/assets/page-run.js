@@ -151,5 +151,6 @@ export async function runPage(main, ctx) {
     if (!(await confirmDialog(`Replay run ${ctx.id}? It gets a new attempt series.`, "Replay"))) return;
     try { await post(`/v1/dead-letters/${id}/replay`); toast("Run replayed"); await refresh(); } catch (err) { toast(err.message, true); }
   };
-  poll(async () => { await refresh(); await loadRequest(); }, { base: 3000, alive: ctx.alive });
+  // every 3 s while the run can still change, every 15 s once it has finished
+  poll(async () => { await refresh(); await loadRequest(); }, { base: () => (FINISHED.has(run.status) ? 15000 : 3000), alive: ctx.alive });
 }

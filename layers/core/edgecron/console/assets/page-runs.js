@@ -28,8 +28,9 @@ curl -X POST "$API_URL/v1/task-runs" -H "authorization: Bearer $API_KEY" \\
   -H "content-type: application/json" -d '{"endpoint_id": "ep_…", "payload": {"hello": "world"}}'`;
 
 /**
- * Cursor paging over a list route: `load(cursor)` answers {data, next_cursor}. Keeps the cursors of
- * the pages seen so "Newer" goes back; `render` draws the page and the pager.
+ * Cursor paging over a newest-first list route. `cursor()` is the one to ask for the page shown;
+ * `update(count, next_cursor)` is told each answer; Older and Newer move and call `onMove`. The
+ * cursors of the pages seen are kept, so Newer goes back. Hidden while everything fits one page.
  */
 export function pager(idPrefix, noun, pageSize, onMove) {
   const cursors = [null];

@@ -15,7 +15,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from edgecron_testing.api import Api
 from tests.browser.conftest import AXE, Receiver
-from tests.browser.test_console import a_dead_letter, api, click, css, go, shot, sign_in, wait_for
+from tests.browser.test_console import PAGES, a_dead_letter, api, click, css, go, shot, sign_in, wait_for
 from tests.e2e.conftest import LocalStackProcess
 
 pytestmark = pytest.mark.e2e
@@ -359,3 +359,26 @@ def test_live_updates_show_an_indicator_and_pause_while_the_tab_is_hidden(
     )
     wait_text(page, "#live", "Live · updated", timeout=10)
     api.ok("DELETE", f"/v1/endpoints/{endpoint['id']}")
+
+
+def test_every_list_page_fits_a_phones_width(
+    page: WebDriver, local_stack: LocalStackProcess, artifacts: Path
+) -> None:
+    sign_in(page, local_stack.api_key)
+    page.set_window_size(*PHONE)
+    try:
+        for name in [*PAGES[1:], PAGES[0]]:  # the overview last: signing in drew it at the desktop's width
+            go(page, name)
+            wait_for(
+                page,
+                lambda d: d.find_elements(
+                    By.CSS_SELECTOR, "main table, main p.muted, main .cards, main .empty"
+                ),
+            )
+            overflow = page.execute_script(
+                "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert overflow <= 0, f"{name}: the page is {overflow}px wider than the screen"
+            check(page, artifacts, f"phone-{name}")
+    finally:
+        page.set_window_size(*DESKTOP)

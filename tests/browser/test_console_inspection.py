@@ -337,7 +337,7 @@ def test_live_updates_show_an_indicator_and_pause_while_the_tab_is_hidden(
     page: WebDriver, local_stack: LocalStackProcess, artifacts: Path, receiver: Receiver, api: Api
 ) -> None:
     endpoint = api.ok("POST", "/v1/endpoints", {"url": receiver.url})
-    run = api.ok("POST", "/v1/task-runs", {"endpoint_id": endpoint["id"], "delay_sec": 4})
+    run = api.ok("POST", "/v1/task-runs", {"endpoint_id": endpoint["id"], "delay_sec": 8})
     sign_in(page, local_stack.api_key)
     go(page, f"runs/{run['id']}")
     wait_text(page, "#live", "Live · updated")

@@ -92,3 +92,24 @@ def test_every_asset_is_served_from_the_package(name: str, content_type: str) ->
 def test_anything_else_under_console_is_a_404(name: str) -> None:
     resp = call_api("GET", f"/console/{name}")
     assert resp.status == 404 and resp.body["error"]["code"] == "NOT_FOUND"
+
+
+def test_the_statistics_of_one_endpoint_count_only_its_runs(
+    app_key: str, receiver: Receiver, pump: Pump
+) -> None:
+    receiver.script("/bad", Reply(status=400))
+    deliver(app_key, receiver.url("/ok"), 2)
+    deliver(app_key, receiver.url("/bad"), 3)
+    pump.deliveries()
+    bad = next(
+        e for e in call_api("GET", "/v1/endpoints", key=app_key).body["data"] if e["url"].endswith("/bad")
+    )
+    one = call_api("GET", "/v1/stats/deliveries", key=app_key, query={"endpoint_id": bad["id"]}).body
+    assert (one["delivered"], one["failed"], one["success_rate"]) == (0, 3, 0.0)
+    assert one["latency_ms"]["samples"] == 3
+    every = call_api("GET", "/v1/stats/deliveries", key=app_key).body
+    assert (every["delivered"], every["failed"]) == (2, 3)
+    unknown = call_api(
+        "GET", "/v1/stats/deliveries", key=app_key, query={"endpoint_id": "ep_01JDQ7Z8S5B0W6X3K2M9P4R7TV"}
+    ).body
+    assert (unknown["delivered"], unknown["failed"], unknown["truncated"]) == (0, 0, False)

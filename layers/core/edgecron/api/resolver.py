@@ -18,6 +18,7 @@ from edgecron.api.links import add_links
 from edgecron.api.responses import error_response, json_response
 from edgecron.api.routes import account, apps, endpoints, events, retry_policies, schedules, task_runs
 from edgecron.api.routes.console import router as console_router
+from edgecron.api.routes.run_requests import router as run_requests_router
 from edgecron.api.routes.stats import router as stats_router
 from edgecron.errors import (
     ApiError,
@@ -36,6 +37,7 @@ ROUTERS = [
     endpoints.router,
     retry_policies.router,
     task_runs.router,
+    run_requests_router,
     schedules.router,
     account.router,
     events.router,

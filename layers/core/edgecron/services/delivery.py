@@ -8,7 +8,6 @@ at all: it is sent again to the queue for a fresh invocation, and nothing is rec
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import threading
@@ -32,8 +31,9 @@ from edgecron.data.queues import MAX_DELAY_SEC, DeliveryMessage, send_deliveries
 from edgecron.domain import flow_control as flow
 from edgecron.domain import run_states as st
 from edgecron.domain.attempts import Attempt
+from edgecron.domain.delivery_request import edgecron_headers, request_body
 from edgecron.domain.endpoints import Endpoint
-from edgecron.domain.http_headers import fire_headers, header_problem, is_reserved
+from edgecron.domain.http_headers import header_problem, is_reserved
 from edgecron.domain.outcome import AttemptResult, Decision, decide
 from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
 from edgecron.domain.schedules import Schedule
@@ -314,12 +314,6 @@ def _not_claimed(app_id: str, run_id: str, now_ms: int) -> DeliveryReport:
     return DeliveryReport(run_id, "skipped")
 
 
-def _request_body(run: TaskRun, method: str) -> bytes | None:
-    if method in {"GET", "DELETE"} and run.payload is None:
-        return None
-    return json.dumps(run.payload, separators=(",", ":")).encode()
-
-
 def _custom_headers(endpoint: Endpoint) -> tuple[dict[str, str], str | None]:
     """The endpoint's own headers that can be sent, or why they cannot. A header stored by an older
     version may break today's rule: a name EdgeCron sets is left out (EdgeCron's value wins), any other
@@ -345,17 +339,18 @@ def _attempt(ctx: DeliveryContext, endpoint: Endpoint, now_ms: int, ends_by: flo
         return HttpOutcome(
             AttemptResult(None, f"invalid_header: {problem}", ErrorKind.INVALID_REQUEST), 0, None
         )
-    body = _request_body(run, endpoint.method)
-    headers = {
-        **custom,
-        "user-agent": USER_AGENT,
-        "content-type": "application/json",
-        "edgecron-attempt": str(int(run.attempt_count)),
-        **(fire_headers(run.source_id, run.fire_at) if run.source == Source.SCHEDULE else {}),
-    }
+    body = request_body(run.payload, endpoint.method)
+    headers = {**custom, **edgecron_headers(USER_AGENT, int(run.attempt_count), _fire_of(run))}
     secrets = ctx.batch.secrets(endpoint, now_ms)
     headers.update(webhook_headers(secrets, run.run_id, now_ms // 1000, body or b""))
     return send(endpoint.method, endpoint.url, headers, body, int(endpoint.timeout_ms), ends_by=ends_by)
+
+
+def _fire_of(run: TaskRun) -> tuple[str, int] | None:
+    """(schedule id, nominal fire time) of a schedule's run, which its request names."""
+    if run.source != Source.SCHEDULE or run.source_id is None or run.fire_at is None:
+        return None
+    return run.source_id, int(run.fire_at)
 
 
 def _trace_id() -> str | None:

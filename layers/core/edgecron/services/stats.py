@@ -16,6 +16,7 @@ from edgecron import clock
 from edgecron.data import attempts as attempt_data
 from edgecron.data import runs as run_data
 from edgecron.domain.vocabulary import RunStatus
+from edgecron.ids import ms_of
 
 MAX_RUNS = 2000  # runs read per request, at most
 LATENCY_RUNS = 50  # runs whose attempts give the latency percentiles
@@ -93,12 +94,16 @@ def summarize(
     }
 
 
-def _recent_runs(app_id: str, since_ms: int, now_ms: int) -> tuple[list[RunPoint], bool]:
-    """The App's runs created since `since_ms`, newest first, at most MAX_RUNS (and whether more exist)."""
+def _recent_runs(
+    app_id: str, since_ms: int, now_ms: int, endpoint_id: str | None = None
+) -> tuple[list[RunPoint], bool]:
+    """The App's runs (of one Endpoint, when given) created since `since_ms`, newest first, at most
+    MAX_RUNS (and whether more exist). Run ids are time-ordered, so a filtered walk stops as soon as
+    the runs it has read are older than the window, even when none of them matched."""
     points: list[RunPoint] = []
     cursor: dict[str, Any] | None = None
     while True:
-        page = run_data.list_page(app_id, PAGE, cursor, now_ms)
+        page = run_data.list_page(app_id, PAGE, cursor, now_ms, endpoint_id=endpoint_id)
         for run in page.items:
             if int(run.created_at) < since_ms:
                 return points, False
@@ -107,6 +112,9 @@ def _recent_runs(app_id: str, since_ms: int, now_ms: int) -> tuple[list[RunPoint
             if len(points) >= MAX_RUNS:
                 return points, True
         if page.last_key is None:
+            return points, False
+        read_ms = ms_of(str(page.last_key["run_id"]["S"]))
+        if read_ms is not None and read_ms < since_ms:
             return points, False
         cursor = page.last_key
 
@@ -119,8 +127,10 @@ def _latencies(app_id: str, runs: Sequence[RunPoint], since_ms: int) -> list[int
     return values
 
 
-def delivery_stats(app_id: str, window: Window, now_ms: int) -> dict[str, Any]:
-    """The statistics of `window` up to `now_ms` for one App."""
+def delivery_stats(
+    app_id: str, window: Window, now_ms: int, endpoint_id: str | None = None
+) -> dict[str, Any]:
+    """The statistics of `window` up to `now_ms` for one App, or for one of its Endpoints."""
     since = now_ms - WINDOW_MS[window] - BUCKET_MS[window]
-    runs, truncated = _recent_runs(app_id, since, now_ms)
+    runs, truncated = _recent_runs(app_id, since, now_ms, endpoint_id)
     return summarize(window, now_ms, runs, _latencies(app_id, runs, since), truncated)

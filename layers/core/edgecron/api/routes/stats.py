@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from edgecron import clock
 from edgecron.api.context import current_app_id
 from edgecron.api.responses import docs, json_response
+from edgecron.schemas.common import Id
 from edgecron.services import stats as service
 from edgecron.services.stats import Window
 
@@ -51,5 +52,7 @@ class DeliveryStats(BaseModel):
 )
 def delivery_stats(
     window: Annotated[Window, Query(description="hour (1-minute buckets) or day (15-minute)")] = Window.HOUR,
+    endpoint_id: Annotated[Id | None, Query(description="only the runs of this Endpoint")] = None,
 ) -> Response[str]:
-    return json_response(200, service.delivery_stats(current_app_id(), window, clock.to_ms(clock.now())))
+    now_ms = clock.to_ms(clock.now())
+    return json_response(200, service.delivery_stats(current_app_id(), window, now_ms, endpoint_id))

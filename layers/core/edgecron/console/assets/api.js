@@ -63,20 +63,61 @@ export function freshView() {
   };
 }
 
+/** The header's live indicator: what the page's refresh is doing ("on", "paused" or "error"). */
+export function live(state, text) {
+  const el = document.getElementById("live");
+  if (!el) return;
+  el.hidden = state === null;
+  el.className = state ? `live-${state}` : "";
+  el.textContent = text || "";
+}
+
+function clockTime(date) {
+  return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
 /**
- * Run `task` now and again every `base` ms while the page lives; after a failure the wait doubles up
- * to `max`, and a success brings it back to `base`. Hidden tabs wait too. Returns a stop function.
+ * Run `task` now and again every `base` ms (a number, or a function asked after each run) while the
+ * page lives; after a failure the wait doubles up to `max`, and a success brings it back to `base`.
+ * While the tab is hidden nothing is fetched and the indicator says so; the page refreshes the
+ * moment it is shown again. Returns a stop function.
  */
 export function poll(task, { base = 3000, max = 60000, alive = () => true } = {}) {
-  let wait = base;
+  const baseNow = () => (typeof base === "function" ? base() : base);
+  const PAUSED = "Paused while the tab is hidden";
+  let wait = baseNow();
   let timer = null;
   let stopped = false;
-  const run = async () => {
-    if (stopped || !alive()) return;
-    if (document.hidden) { timer = setTimeout(run, base); return; }
-    try { await task(); wait = base; } catch (error) { wait = Math.min(max, wait * 2); if (error && error.status === 401) return; }
-    if (!stopped && alive()) timer = setTimeout(run, wait);
+  let running = false;
+  const ended = () => stopped || !alive();
+  const onVisibility = () => {
+    if (ended()) { document.removeEventListener("visibilitychange", onVisibility); return; }
+    clearTimeout(timer);
+    timer = null;
+    if (document.hidden) live("paused", PAUSED);
+    else if (!running) run();
   };
+  const run = async () => {
+    timer = null;
+    if (ended()) { document.removeEventListener("visibilitychange", onVisibility); return; }
+    if (document.hidden) { live("paused", PAUSED); return; }  // onVisibility runs it again
+    running = true;
+    try {
+      await task();
+      wait = baseNow();
+      if (alive()) live("on", `Live · updated ${clockTime(new Date())}`);
+    } catch (error) {
+      wait = Math.min(max, wait * 2);
+      if (error && (error.status === 401 || error.status === 404)) { if (alive() && error.status === 404) live(null); return; }
+      if (alive()) live("error", `Connection lost · retrying in ${Math.round(wait / 1000)} s`);
+    } finally {
+      running = false;
+    }
+    if (ended()) return;
+    if (document.hidden) { live("paused", PAUSED); return; }
+    timer = setTimeout(run, wait);
+  };
+  document.addEventListener("visibilitychange", onVisibility);
   run();
-  return () => { stopped = true; clearTimeout(timer); };
+  return () => { stopped = true; clearTimeout(timer); document.removeEventListener("visibilitychange", onVisibility); };
 }

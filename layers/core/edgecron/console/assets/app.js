@@ -1,6 +1,6 @@
 // The console shell: sign-in, navigation between pages (hash routes), and each page's lifetime.
 
-import { api, session } from "/console/api.js";
+import { api, live, session } from "/console/api.js";
 import { h, fill, field, toast } from "/console/dom.js";
 import * as endpoints from "/console/page-endpoints.js";
 import * as runs from "/console/page-runs.js";
@@ -43,6 +43,7 @@ async function roleOf(key) {
 }
 
 function showSignIn(message) {
+  live(null);
   nav.hidden = true;
   signOut.hidden = true;
   const input = h("input", { id: "api-key", type: "password", autocomplete: "off", required: true, spellcheck: "false" });
@@ -85,6 +86,7 @@ function show() {
   document.title = `${entry[1]} · EdgeCron console`;
   const ctx = { id, params, alive: () => mine === generation, navigate: (hash) => { window.location.hash = hash; } };
   fill(main);
+  live(null);
   Promise.resolve(entry[2](main, ctx)).catch((err) => {
     if (err && err.status === 401) { session.clear(); showSignIn("That key was refused; sign in again."); return; }
     toast(err && err.message ? err.message : String(err), true);

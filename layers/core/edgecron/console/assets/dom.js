@@ -105,15 +105,85 @@ export function confirmDialog(text, yesLabel = "Confirm") {
   });
 }
 
-/** A table with a header row; `rows` are arrays of cells (strings or nodes). */
+/**
+ * A table with a header row; `rows` are arrays of cells (strings or nodes). It scrolls sideways in a
+ * labelled region a keyboard can reach when the screen is narrower than the table (a phone).
+ */
 export function table(caption, headers, rows, empty = "Nothing yet.") {
   if (!rows.length) return h("p", { class: "muted" }, empty);
-  return h("table", {},
+  return h("div", { class: "table-wrap", role: "region", tabindex: "0", "aria-label": caption }, h("table", {},
     h("caption", { class: "muted" }, caption),
     h("thead", {}, h("tr", {}, headers.map((x) => h("th", { scope: "col" }, x)))),
-    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((c) => (c instanceof Node && c.tagName === "TD" ? c : h("td", {}, c)))))));
+    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((c) => (c instanceof Node && c.tagName === "TD" ? c : h("td", {}, c))))))));
 }
 
 export function field(labelText, input) {
   return h("label", {}, labelText, input);
+}
+
+/** Put `text` on the clipboard; falls back to a hidden selection where the Clipboard API is refused. */
+export async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const area = h("textarea", { class: "offscreen", "aria-hidden": "true", tabindex: "-1" });
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    let ok = false;
+    try { ok = document.execCommand("copy"); } catch { ok = false; }
+    area.remove();
+    return ok;
+  }
+}
+
+/** A Copy button for `text`; `what` names it for screen readers ("Copy payload"). */
+export function copyButton(text, what) {
+  const button = h("button", { type: "button", class: "copy", "aria-label": `Copy ${what}`, dataset: { what } }, "Copy");
+  const say = (label) => {
+    button.textContent = label;
+    button.setAttribute("aria-label", `${label} ${what}`);
+  };
+  button.addEventListener("click", async () => {
+    say((await copyText(text)) ? "Copied" : "Copy failed");
+    setTimeout(() => say("Copy"), 2000);
+  });
+  return button;
+}
+
+/**
+ * An id in a fixed width: its start cut with an ellipsis and its last six characters (the random part
+ * of a time-ordered id), e.g. "run_01JD…P4R7TV"; the whole id stays in the text (select, copy, find)
+ * and in the title, with a Copy button.
+ */
+export function idCell(id, href) {
+  if (!id) return h("span", { class: "muted" }, "-");
+  const parts = id.length > 16
+    ? [h("span", { class: "id-head" }, id.slice(0, -6)), h("span", { class: "id-tail" }, id.slice(-6))]
+    : [id];
+  const shown = href ? h("a", { href, class: "id-text mono", title: id }, parts) : h("span", { class: "id-text mono", title: id }, parts);
+  return h("span", { class: "id" }, shown, copyButton(id, id));
+}
+
+/** What to do when a list is empty: a sentence and the command that makes the first item. */
+export function emptyState(id, sentence, command) {
+  return h("div", { class: "panel empty", id },
+    h("p", {}, sentence),
+    command ? h("div", { class: "command" }, h("pre", { tabindex: "0" }, h("code", {}, command)), copyButton(command, "command")) : null);
+}
+
+/** The page for an id the API does not know. */
+export function notFound(main, kind, id, back, backLabel) {
+  document.title = `Not found · EdgeCron console`;
+  fill(main, h("section", { class: "panel not-found", id: "not-found", "aria-labelledby": "not-found-title" },
+    h("h1", { id: "not-found-title" }, `No ${kind} ${id}`),
+    h("p", {}, `This App has no ${kind} with that id: it may have been deleted, belong to another App, or its history may have expired (90 days).`),
+    h("p", {}, h("a", { href: back }, backLabel))));
+}
+
+/** Pretty-printed JSON with a Copy button. */
+export function jsonBlock(id, value, what) {
+  const text = value === undefined ? "null" : JSON.stringify(value, null, 2);
+  return h("div", { class: "json" }, h("pre", { id, tabindex: "0" }, h("code", {}, text)), copyButton(text, what));
 }

@@ -2,7 +2,9 @@
 // edit, rotate, enable/disable, recover what failed since a time.
 
 import { get, patch, post, poll } from "/console/api.js";
-import { confirmDialog, field, fill, h, sparkline, table, toast } from "/console/dom.js";
+import { confirmDialog, emptyState, field, fill, h, idCell, sparkline, table, toast } from "/console/dom.js";
+import { endpointPage } from "/console/page-endpoint.js";
+import { pager } from "/console/page-runs.js";
 
 function secretPanel(title, secret) {
   const panel = h("section", { class: "panel secret", "aria-labelledby": "secret-title", id: "secret-reveal" },
@@ -106,6 +108,7 @@ function healthCell(ep) {
 }
 
 export async function render(main, ctx) {
+  if (ctx.id) return endpointPage(main, ctx, { healthCell, limitsText, secretPanel });
   const reveal = h("div", { id: "reveal" });
   const editing = h("div");
   const listing = h("div", { "aria-live": "polite" });
@@ -116,10 +119,12 @@ export async function render(main, ctx) {
   const create = h("form", { class: "inline", "aria-label": "Create an endpoint" },
     field("URL", url), field("Description", description), field("Events (comma separated)", events),
     field("Retry policy", policy), h("button", { type: "submit", class: "primary", id: "create-endpoint" }, "Create endpoint"));
-  fill(main, h("h1", {}, "Endpoints"), create, reveal, editing, listing);
+  const pages = pager("endpoints", "endpoints", 50, () => refresh().catch((err) => toast(err.message, true)));
+  fill(main, h("h1", {}, "Endpoints"), create, reveal, editing, pages.el, listing);
 
   const refresh = async () => {
-    const page = await get("/v1/endpoints", { limit: 100 });
+    const page = await get("/v1/endpoints", { limit: 50, cursor: pages.cursor() });
+    pages.update(page.data.length, page.next_cursor);
     const rows = [];
     for (const ep of page.data) {
       let spark = h("span", { class: "muted" }, "no runs");
@@ -130,7 +135,7 @@ export async function render(main, ctx) {
         if (found.rate !== null) rate = `${found.rate}%`;
       } catch { /* health is best effort */ }
       rows.push([
-        h("td", { class: "mono" }, ep.id), h("td", { class: "mono" }, ep.url), ep.description || "",
+        idCell(ep.id, `#/endpoints/${encodeURIComponent(ep.id)}`), h("td", { class: "mono" }, ep.url), ep.description || "",
         ep.filter_events.join(", ") || "-", healthCell(ep), limitsText(ep), rate, spark,
         h("td", {},
           h("button", { type: "button", onclick: () => fill(editing, editForm(ep, (changed) => { fill(editing); if (changed) refresh(); })) }, "Edit"), " ",
@@ -149,7 +154,10 @@ export async function render(main, ctx) {
       ]);
     }
     if (!ctx.alive()) return;
-    fill(listing, table("Endpoints of this App", ["id", "url", "description", "events", "health", "limits", "success", "recent runs", "actions"], rows, "No endpoints yet."));
+    fill(listing, rows.length
+      ? h("div", {}, table("Endpoints of this App", ["id", "url", "description", "events", "health", "limits", "success", "recent runs", "actions"], rows))
+      : emptyState("endpoints-empty", "No endpoints yet. Create one with the form above, or from the command line; then try it with a local receiver:",
+        "edgecron endpoints create http://127.0.0.1:8000/hook\nedgecron listen --endpoint ep_…"));
   };
 
   create.addEventListener("submit", async (e) => {

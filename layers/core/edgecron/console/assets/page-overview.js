@@ -3,9 +3,10 @@
 
 import { api, get, poll } from "/console/api.js";
 import { field, fill, h, table, toast, when } from "/console/dom.js";
+import { pager } from "/console/page-runs.js";
 
 /** A uPlot chart (the vendored library), or a text fallback while it is not loaded. */
-function chart(title, labels, series, { bars = false } = {}) {
+export function chart(title, labels, series, { bars = false } = {}) {
   const holder = h("div", { class: "chart", role: "img", "aria-label": title });
   if (!window.uPlot) return fill(holder, h("p", { class: "muted" }, title));
   const colours = ["#1a7f37", "#cf222e", "#0b5cad"];
@@ -86,13 +87,17 @@ export async function usage(main, ctx) {
 
 export async function notifications(main, ctx) {
   const box = h("div", { "aria-live": "polite" });
-  fill(main, h("h1", {}, "Notifications"), box);
-  poll(async () => {
-    const page = await get("/v1/notifications", { limit: 50 });
+  const refresh = async () => {
+    const page = await get("/v1/notifications", { limit: 50, cursor: pages.cursor() });
     if (!ctx.alive()) return;
+    pages.update(page.data.length, page.next_cursor);
     fill(box, table("Notifications, newest first", ["when", "kind", "title", "message"],
-      page.data.map((n) => [when(n.created_at), n.kind, n.title, n.message]), "No notifications."));
-  }, { base: 15000, alive: ctx.alive });
+      page.data.map((n) => [when(n.created_at), n.kind, n.title, n.message]),
+      "No notifications. A schedule paused after failing fires, or an Endpoint disabled for failing, is told here."));
+  };
+  const pages = pager("notifications", "notifications", 50, () => refresh().catch((err) => toast(err.message, true)));
+  fill(main, h("h1", {}, "Notifications"), pages.el, box);
+  poll(refresh, { base: 15000, alive: ctx.alive });
 }
 
 export async function apps(main) {

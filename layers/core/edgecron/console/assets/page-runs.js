@@ -1,7 +1,8 @@
 // Runs (filters, one run's attempts) and Dead letters (filter, select, replay one or in bulk).
 
 import { freshView, get, post, poll } from "/console/api.js";
-import { confirmDialog, field, fill, h, status, table, toast, when } from "/console/dom.js";
+import { confirmDialog, emptyState, field, fill, h, idCell, status, table, toast, when } from "/console/dom.js";
+import { runPage } from "/console/page-run.js";
 
 const RUN_STATUSES = ["", "pending", "running", "success", "failed", "retry_scheduled", "dead_letter", "cancelled"];
 const SOURCES = ["", "direct", "schedule", "event"];
@@ -14,73 +15,125 @@ function select(id, options, value) {
 }
 
 export function runLink(id) {
-  return h("a", { href: `#/runs/${encodeURIComponent(id)}`, class: "mono" }, id);
+  return idCell(id, `#/runs/${encodeURIComponent(id)}`);
 }
 
-async function runDetail(main, ctx) {
-  const box = h("div", { "aria-live": "polite" });
-  fill(main, h("h1", {}, "Run ", h("span", { class: "mono" }, ctx.id)), h("p", {}, h("a", { href: "#/runs" }, "All runs")), box);
-  const show = freshView();
-  const id = encodeURIComponent(ctx.id);
-  const refresh = () => show(() => Promise.all([get(`/v1/task-runs/${id}`), get(`/v1/task-runs/${id}/attempts`, { limit: 100 })]), ([run, attempts]) => {
-    if (!ctx.alive()) return;
-    fill(box,
-      h("dl", { class: "cards" },
-        ...[["status", status(run.status)], ["endpoint", run.endpoint_id], ["source", `${run.source} ${run.source_id || ""}`],
-          ["attempts", `${run.attempt_count} (series ${run.series})`], ["next retry", when(run.next_retry_at)], ["created", when(run.created_at)]]
-          .map(([k, v]) => h("div", { class: "card" }, h("dt", { class: "muted" }, k), h("dd", { class: "value-small" }, v)))),
-      h("h2", {}, "Attempts"),
-      table("Delivery attempts, oldest first", ["#", "series", "status code", "latency", "outcome", "response", "error", "started"],
-        attempts.data.map((a) => [String(a.attempt_number), String(a.series), a.status_code === null ? "-" : String(a.status_code),
-          `${a.latency_ms} ms`, status(a.outcome), h("td", { class: "mono" }, a.response_summary || ""),
-          a.error ? `${a.error_kind || ""} ${a.error}` : "", when(a.started_at)]), "No attempts yet."));
-  });
-  poll(refresh, { base: 3000, alive: ctx.alive });
+export function endpointLink(id) {
+  return idCell(id, `#/endpoints/${encodeURIComponent(id)}`);
 }
+
+const CREATE_RUN = `edgecron runs create ep_… --payload '{"hello": "world"}'
+# or
+curl -X POST "$API_URL/v1/task-runs" -H "authorization: Bearer $API_KEY" \\
+  -H "content-type: application/json" -d '{"endpoint_id": "ep_…", "payload": {"hello": "world"}}'`;
+
+/**
+ * Cursor paging over a newest-first list route. `cursor()` is the one to ask for the page shown;
+ * `update(count, next_cursor)` is told each answer; Older and Newer move and call `onMove`. The
+ * cursors of the pages seen are kept, so Newer goes back. Hidden while everything fits one page.
+ */
+export function pager(idPrefix, noun, pageSize, onMove) {
+  const cursors = [null];
+  let index = 0;
+  let next = null;
+  const older = h("button", { type: "button", id: `${idPrefix}-older`, disabled: true }, `Older ${noun}`);
+  const newer = h("button", { type: "button", id: `${idPrefix}-newer`, disabled: true }, `Newer ${noun}`);
+  const where = h("span", { id: `${idPrefix}-range`, class: "muted" });
+  older.addEventListener("click", () => { if (!next) return; cursors[index + 1] = next; index += 1; onMove(); });
+  newer.addEventListener("click", () => { if (index === 0) return; index -= 1; onMove(); });
+  return {
+    el: h("nav", { class: "pager", "aria-label": `Pages of ${noun}` }, newer, older, where),
+    cursor: () => cursors[index],
+    reset: () => { cursors.length = 1; index = 0; },
+    update(count, nextCursor) {
+      next = nextCursor || null;
+      older.disabled = !next;
+      newer.disabled = index === 0;
+      this.el.hidden = index === 0 && !next;
+      const first = index * pageSize + 1;
+      where.textContent = count ? `${noun} ${first}–${first + count - 1}${next ? ", more are older" : ", the oldest"}` : "";
+    },
+  };
+}
+
+function goToRun() {
+  const input = h("input", { id: "find-run", type: "search", placeholder: "run_…", spellcheck: "false", autocomplete: "off" });
+  const form = h("form", { class: "filters", role: "search", "aria-label": "Find a run by id" },
+    field("Run id", input), h("button", { type: "submit" }, "Open run"));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const id = input.value.trim();
+    if (id) window.location.hash = `#/runs/${encodeURIComponent(id)}`;
+  });
+  return form;
+}
+
+const PAGE_SIZE = 50;
 
 export async function runs(main, ctx) {
-  if (ctx.id) return runDetail(main, ctx);
-  const statusSel = select("filter-status", RUN_STATUSES, ctx.params.get("status") || "");
-  const sourceSel = select("filter-source", SOURCES, ctx.params.get("source") || "");
-  const endpoint = h("input", { id: "filter-endpoint", type: "text", value: ctx.params.get("endpoint_id") || "", placeholder: "ep_…" });
+  if (ctx.id) return runPage(main, ctx);
+  const chosen = { status: ctx.params.get("status") || "", source: ctx.params.get("source") || "", endpoint_id: ctx.params.get("endpoint_id") || "" };
+  const statusSel = select("filter-status", RUN_STATUSES, chosen.status);
+  const sourceSel = select("filter-source", SOURCES, chosen.source);
+  const endpoint = h("input", { id: "filter-endpoint", type: "text", value: chosen.endpoint_id, placeholder: "ep_…" });
   const form = h("form", { class: "filters", "aria-label": "Filter runs" },
     field("Status", statusSel), field("Source", sourceSel), field("Endpoint", endpoint),
     h("button", { type: "submit" }, "Filter"));
+  const filtered = Object.entries(chosen).filter(([, v]) => v);
+  const summary = h("p", { id: "runs-filter", class: "muted" },
+    filtered.length ? ["Filtered by ", filtered.map(([k, v]) => `${k} ${v}`).join(", "), " · ", h("a", { href: "#/runs" }, "Clear filters")] : "All runs of this App, newest first.");
   const box = h("div", { "aria-live": "polite" });
-  fill(main, h("h1", {}, "Runs"), form, box);
   const show = freshView();
-  const refresh = () => show(() => get("/v1/task-runs", { limit: 50, status: statusSel.value, source: sourceSel.value, endpoint_id: endpoint.value.trim() }), (page) => {
+  const pages = pager("runs", "runs", PAGE_SIZE, () => refresh().catch((err) => toast(err.message, true)));
+  fill(main, h("h1", {}, "Runs"), goToRun(), form, summary, pages.el, box);
+  const refresh = () => show(() => get("/v1/task-runs", { limit: PAGE_SIZE, cursor: pages.cursor(), ...chosen }), (page) => {
     if (!ctx.alive()) return;
+    pages.update(page.data.length, page.next_cursor);
+    if (!page.data.length) {
+      fill(box, filtered.length || pages.cursor()
+        ? h("p", { class: "muted", id: "runs-empty" }, "No runs match these filters. ", h("a", { href: "#/runs" }, "Show all runs"))
+        : emptyState("runs-empty", "No runs yet. Create an Endpoint, then send it a run from the command line (or with Send test on the Endpoint's page):", CREATE_RUN));
+      return;
+    }
     fill(box, table("Task runs, newest first", ["id", "status", "endpoint", "source", "attempts", "last code", "last error", "created"],
-      page.data.map((r) => [runLink(r.id), status(r.status), h("td", { class: "mono" }, r.endpoint_id), r.source,
-        String(r.attempt_count), r.last_status_code === null ? "-" : String(r.last_status_code), r.last_error || "", when(r.created_at)]),
-      "No runs match."));
+      page.data.map((r) => [runLink(r.id), status(r.status), endpointLink(r.endpoint_id), r.source,
+        String(r.attempt_count), r.last_status_code === null ? "-" : String(r.last_status_code), r.last_error || "", when(r.created_at)])));
   });
-  form.addEventListener("submit", (e) => { e.preventDefault(); refresh().catch((err) => toast(err.message, true)); });
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const query = new URLSearchParams(Object.entries({ status: statusSel.value, source: sourceSel.value, endpoint_id: endpoint.value.trim() }).filter(([, v]) => v));
+    ctx.navigate(`#/runs${query.toString() ? `?${query}` : ""}`);
+  });
   poll(refresh, { base: 5000, alive: ctx.alive });
 }
 
 export async function deadLetters(main, ctx) {
-  const endpoint = h("input", { id: "dl-endpoint", type: "text", placeholder: "ep_…" });
-  const kind = select("dl-kind", ERROR_KINDS, "");
+  const endpoint = h("input", { id: "dl-endpoint", type: "text", placeholder: "ep_…", value: ctx.params.get("endpoint_id") || "" });
+  const kind = select("dl-kind", ERROR_KINDS, ctx.params.get("error_kind") || "");
+  const since = h("input", { id: "dl-since", type: "text", size: 22, placeholder: "2026-01-31T00:00:00Z", value: ctx.params.get("since") || "" });
+  const until = h("input", { id: "dl-until", type: "text", size: 22, placeholder: "RFC 3339", value: ctx.params.get("until") || "" });
   const form = h("form", { class: "filters", "aria-label": "Filter dead letters" },
-    field("Endpoint", endpoint), field("Error kind", kind), h("button", { type: "submit" }, "Filter"));
+    field("Endpoint", endpoint), field("Error kind", kind), field("Since (RFC 3339)", since), field("Until (RFC 3339)", until),
+    h("button", { type: "submit" }, "Filter"));
+  const pages = pager("dl", "dead letters", 100, () => refresh().catch((err) => toast(err.message, true)));
   const selected = new Set();
   let shown = [];
   const replaySelected = h("button", { type: "button", id: "replay-selected", class: "primary", disabled: true }, "Replay selected");
   const replayAll = h("button", { type: "button", id: "replay-all" }, "Replay all matching");
   const progress = h("div", { id: "replay-progress", "aria-live": "polite" });
   const box = h("div");
-  fill(main, h("h1", {}, "Dead letters"), form, h("p", { class: "filters" }, replaySelected, replayAll), progress, box);
+  fill(main, h("h1", {}, "Dead letters"), form, h("p", { class: "filters" }, replaySelected, replayAll), progress, pages.el, box);
 
-  const filters = () => ({ endpoint_id: endpoint.value.trim() || undefined, error_kind: kind.value || undefined });
+  const filters = () => ({ endpoint_id: endpoint.value.trim() || undefined, error_kind: kind.value || undefined,
+    since: since.value.trim() || undefined, until: until.value.trim() || undefined });
   const updateButton = () => {
     replaySelected.disabled = selected.size === 0;
     replaySelected.textContent = selected.size ? `Replay selected (${selected.size})` : "Replay selected";
   };
   const show = freshView();
-  const refresh = () => show(() => get("/v1/dead-letters", { limit: 100, ...filters() }), (page) => {
+  const refresh = () => show(() => get("/v1/dead-letters", { limit: 100, cursor: pages.cursor(), ...filters() }), (page) => {
     if (!ctx.alive()) return;
+    pages.update(page.data.length, page.next_cursor);
     shown = page.data;
     for (const id of [...selected]) if (!shown.some((r) => r.id === id)) selected.delete(id);
     updateButton();
@@ -100,9 +153,11 @@ export async function deadLetters(main, ctx) {
             all.checked = selected.size === shown.length;
             updateButton();
           } }),
-        runLink(r.id), h("td", { class: "mono" }, r.endpoint_id), String(r.attempt_count),
+        runLink(r.id), endpointLink(r.endpoint_id), String(r.attempt_count),
         r.last_status_code === null ? "-" : String(r.last_status_code), `${r.last_error_kind || ""} ${r.last_error || ""}`, when(r.finished_at || r.updated_at)]))
-      : h("p", { class: "muted", id: "dl-empty" }, "No dead letters match."));
+      : h("p", { class: "muted", id: "dl-empty" }, Object.values(filters()).some(Boolean)
+        ? "No dead letters match these filters."
+        : "No dead letters: every run either succeeded, is still being retried, or was cancelled. A run becomes a dead letter when its last attempt fails; it then waits here to be replayed."));
   });
 
   replaySelected.addEventListener("click", async () => {
@@ -139,6 +194,6 @@ export async function deadLetters(main, ctx) {
     fill(progress, h("p", { id: "replay-done" }, `Replayed ${replayed}${skipped ? `, skipped ${skipped}` : ""}.`));
     await refresh();
   });
-  form.addEventListener("submit", (e) => { e.preventDefault(); refresh().catch((err) => toast(err.message, true)); });
+  form.addEventListener("submit", (e) => { e.preventDefault(); pages.reset(); refresh().catch((err) => toast(err.field ? `${err.field}: ${err.message}` : err.message, true)); });
   poll(refresh, { base: 5000, alive: ctx.alive });
 }

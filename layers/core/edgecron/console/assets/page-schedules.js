@@ -2,8 +2,8 @@
 // trigger now; jitter and overlap policy in the form and on the detail.
 
 import { get, post, poll } from "/console/api.js";
-import { field, fill, h, inZone, status, table, toast, when } from "/console/dom.js";
-import { runLink } from "/console/page-runs.js";
+import { emptyState, field, fill, h, idCell, inZone, notFound, status, table, toast, when } from "/console/dom.js";
+import { pager, runLink } from "/console/page-runs.js";
 
 const FIRE_STATUSES = ["COMPLETED", "FAILED", "MISSED", "CANCELLED", "SKIPPED", "BUFFERED", "SCHEDULED"];
 const OVERLAP_POLICIES = ["ALLOW", "SKIP", "BUFFER_ONE"];
@@ -19,6 +19,10 @@ function timeline(fires) {
 
 async function detail(main, ctx) {
   const id = encodeURIComponent(ctx.id);
+  try { await get(`/v1/schedules/${id}`); } catch (err) {
+    if (err.status === 404) { notFound(main, "schedule", ctx.id, "#/schedules", "All schedules"); return; }
+    throw err;
+  }
   const head = h("div");
   const preview = h("div");
   const fires = h("div", { "aria-live": "polite" });
@@ -35,17 +39,26 @@ async function detail(main, ctx) {
       h("div", { class: "card" }, h("div", { class: "muted" }, "zone"), schedule.timezone),
       h("div", { class: "card", id: "schedule-jitter" }, h("div", { class: "muted" }, "jitter"), `${schedule.jitter_sec} s`),
       h("div", { class: "card", id: "schedule-overlap" }, h("div", { class: "muted" }, "overlap policy"), schedule.overlap_policy),
-      h("div", { class: "card" }, h("div", { class: "muted" }, "failed in a row"), String(schedule.consecutive_failures))),
+      h("div", { class: "card", id: "schedule-failures" }, h("div", { class: "muted" }, "failed fires in a row"), String(schedule.consecutive_failures)),
+      h("div", { class: "card" }, h("div", { class: "muted" }, "next fire"), when(schedule.next_fire_time)),
+      h("div", { class: "card" }, h("div", { class: "muted" }, "last fire"), when(schedule.last_fire_time))),
+      schedule.status === "PAUSED"
+        ? h("p", { class: "panel", id: "pause-reason" }, h("strong", {}, "Paused: "), schedule.pause_reason || "no reason was given",
+          schedule.consecutive_failures ? ` (after ${schedule.consecutive_failures} failed ${schedule.consecutive_failures === 1 ? "fire" : "fires"} in a row)` : "",
+          ". Resume to fire again; resuming resets the failure count.")
+        : null,
       h("p", {}, schedule.finished ? "This schedule has no more fire times." : [toggle, " ",
         schedule.status === "ACTIVE" ? h("button", { type: "button", id: "trigger", onclick: trigger }, "Trigger now") : ""]));
     fill(preview, h("h2", {}, "Next fires"),
       table("Next fire times", [`in ${schedule.timezone}`, "in UTC"],
-        (schedule.preview || []).map((t) => [inZone(t, schedule.timezone), inZone(t, "UTC")]), "No upcoming fire times."));
+        (schedule.preview || []).map((t) => [inZone(t, schedule.timezone), inZone(t, "UTC")]),
+        schedule.status === "PAUSED" ? "No upcoming fire times while the schedule is paused." : "No upcoming fire times."));
     fill(fires, h("h2", {}, "Fire timeline"), timeline(history.data),
       table("Recent fires, newest first", ["fire time", "due at", "status", "duration", "runs", "error"],
         history.data.map((f) => [[when(f.fire_time), f.manual ? " (manual)" : ""], when(f.due_at), status(f.status),
           f.duration_ms === null ? "-" : `${f.duration_ms} ms`,
-          h("td", {}, f.runs.map((r) => [runLink(r.id), " "])), f.error || ""]), "No fires yet."));
+          h("td", {}, f.runs.length ? f.runs.map((r) => h("div", {}, runLink(r.id), " ", status(r.status))) : h("span", { class: "muted" }, "none")), f.error || ""]),
+        "No fires yet. The first fire time is in Next fires above."));
   };
   const act = async (verb) => {
     try { await post(`/v1/schedules/${id}/${verb}`); toast(`Schedule ${verb === "pause" ? "paused" : "resumed"}`); await refresh(); }
@@ -72,7 +85,8 @@ export async function render(main, ctx) {
     field("Endpoints", endpoints), field("Payload (JSON)", payload), field("Jitter (seconds, 0-3600)", jitter),
     field("While the previous fire is open", overlap), h("button", { type: "submit", class: "primary", id: "create-schedule" }, "Create schedule"));
   const box = h("div", { "aria-live": "polite" });
-  fill(main, h("h1", {}, "Schedules"), form, box);
+  const pages = pager("schedules", "schedules", 50, () => refresh().catch((err) => toast(err.message, true)));
+  fill(main, h("h1", {}, "Schedules"), form, pages.el, box);
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     let body;
@@ -87,11 +101,15 @@ export async function render(main, ctx) {
     } catch (err) { toast(err.field ? `${err.field}: ${err.message}` : err.message, true); }
   });
   const refresh = async () => {
-    const page = await get("/v1/schedules", { limit: 100 });
+    const page = await get("/v1/schedules", { limit: 50, cursor: pages.cursor() });
     if (!ctx.alive()) return;
-    fill(box, table("Schedules of this App", ["id", "name", "when", "zone", "status", "next fire", "last fire"],
-      page.data.map((s) => [h("a", { href: `#/schedules/${encodeURIComponent(s.id)}`, class: "mono" }, s.id), s.name || "",
-        s.cron || s.at || "", s.timezone, status(s.status), when(s.next_fire_time), when(s.last_fire_time)]), "No schedules yet."));
+    pages.update(page.data.length, page.next_cursor);
+    fill(box, page.data.length
+      ? h("div", {}, table("Schedules of this App", ["id", "name", "when", "zone", "status", "next fire", "last fire"],
+        page.data.map((s) => [idCell(s.id, `#/schedules/${encodeURIComponent(s.id)}`), s.name || "",
+          s.cron || s.at || "", s.timezone, status(s.status), when(s.next_fire_time), when(s.last_fire_time)])))
+      : emptyState("schedules-empty", "No schedules yet. Create one with the form above, or from the command line:",
+        'edgecron schedules create --cron "*/5 * * * *" --endpoint ep_… --payload \'{"report": "daily"}\''));
   };
   poll(refresh, { base: 10000, alive: ctx.alive });
 }

@@ -3,10 +3,11 @@ SHELL := /bin/bash
 PY312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12 2>/dev/null))
 VENV := .venv
 BIN := $(VENV)/bin
+SAM := .venv-sam/bin/sam
 PYTEST_FLAGS ?= -q
 INTEGRATION_WORKERS ?= 2
 
-.PHONY: setup local test lint typecheck template build unit integration e2e bench deploy clean iam-permissions
+.PHONY: setup local test lint typecheck template build build-test unit integration e2e typescript sdk-types bench deploy clean iam-permissions
 
 ## setup: create .venv with everything the project needs (idempotent)
 setup: $(VENV)/.installed
@@ -29,7 +30,7 @@ local: setup
 ## the browser layer runs last, on a quiet machine, since its pages wait on real fires
 test: setup
 	@echo "==> lint, types, template and every test layer side by side; each one's output appears when it ends"
-	@$(MAKE) --no-print-directory -j --output-sync=target NICE="nice -n 10" lint typecheck template unit integration e2e
+	@$(MAKE) --no-print-directory -j --output-sync=target NICE="nice -n 10" lint typecheck template build-test unit integration e2e
 	@$(MAKE) --no-print-directory browser
 	@echo "==> all checks passed"
 
@@ -42,12 +43,22 @@ typecheck: setup
 	@echo "==> mypy"
 	@$(BIN)/mypy layers/core/edgecron cli/edgecron_cli cli/edgecron_client functions
 
-template: setup
+## the SAM CLI's own venv (.venv-sam), created once; `template` and `build` both need it
+$(SAM):
+	@scripts/sam-venv.sh
+
+template: setup $(SAM)
 	@echo "==> cfn-lint + sam validate --lint"
 	@scripts/sam-validate.sh
 
-build: setup
+build: setup $(SAM)
 	@scripts/sam-build.sh
+
+## build-test: build, then check what was built (aarch64 native code only, no second botocore in the
+## layer, every requirement present, sizes within budget)
+build-test: build
+	@echo "==> built layer checks"
+	@$(BIN)/pytest $(PYTEST_FLAGS) tests/build
 
 unit: setup
 	@echo "==> unit tests"

@@ -30,7 +30,7 @@ local: setup
 ## the browser layer runs last, on a quiet machine, since its pages wait on real fires
 test: setup
 	@echo "==> lint, types, template and every test layer side by side; each one's output appears when it ends"
-	@$(MAKE) --no-print-directory -j --output-sync=target NICE="nice -n 10" lint typecheck template build-test unit integration e2e
+	@$(MAKE) --no-print-directory -j --output-sync=target NICE="nice -n 10" lint typecheck template build-test unit integration e2e typescript
 	@$(MAKE) --no-print-directory browser
 	@echo "==> all checks passed"
 
@@ -72,6 +72,19 @@ integration: setup
 e2e: setup
 	@echo "==> e2e tests (the local stack as a process, real HTTP)"
 	@$(BIN)/pytest $(PYTEST_FLAGS) tests/e2e
+
+## typescript: the TypeScript SDK (clients/typescript): its npm packages (npm ci), a type-checked
+## build, then its Node tests against a local stack of their own (types in sync with /openapi.json,
+## paging, idempotent creates, retries, a signed delivery verified with standardwebhooks)
+typescript: setup
+	@echo "==> TypeScript SDK (npm ci, tsc, node --test against the local stack)"
+	@cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+	@$(BIN)/python -m edgecron_testing.with_local_stack -- npm --prefix clients/typescript run --silent test
+
+## sdk-types: regenerate the TypeScript SDK's openapi.json and src/schema.ts after an API change
+sdk-types: setup
+	@$(BIN)/python scripts/gen_openapi.py
+	@cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent generate
 
 ## browser: the web console in Debian's headless Chromium against the local stack (installs the
 ## browser and its driver when missing; screenshots in artifacts/browser)

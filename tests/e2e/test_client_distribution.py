@@ -1,12 +1,15 @@
 """The `edgecron-client` distribution as a user installs it: into an empty virtualenv, from the
 repository's clients/python, it brings at most a handful of packages (no boto3, no server core), and a
-script that imports only what it installed creates, lists and pages against the local stack."""
+script that imports only what it installed creates, lists and pages against the local stack. With its
+`cli` extra, the `edgecron` command works against the stack too; without it, the command says what to
+install."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
+import sys
 import venv
 from pathlib import Path
 
@@ -47,11 +50,10 @@ def _source_tree(dest: Path) -> Path:
     """The distribution's sources as a checkout has them (clients/python next to cli/edgecron_client),
     copied so that building leaves nothing behind in the repository."""
     shutil.copytree(ROOT / "clients" / "python", dest / "clients" / "python", symlinks=False)
-    shutil.copytree(
-        ROOT / "cli" / "edgecron_client",
-        dest / "cli" / "edgecron_client",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
+    for package in ("edgecron_client", "edgecron_cli"):
+        shutil.copytree(
+            ROOT / "cli" / package, dest / "cli" / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
     return dest / "clients" / "python"
 
 
@@ -66,16 +68,41 @@ def _installed(python: Path) -> set[str]:
     return {package["name"].lower() for package in json.loads(listing.stdout)}
 
 
-def test_the_client_distribution_installs_few_packages_and_pages_the_api(
-    local_stack: LocalStackProcess, tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The distribution's wheel, built once from a copy of its sources as pip builds it for a user."""
+    where = tmp_path_factory.mktemp("client-wheel")
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "-w",
+            str(where / "dist"),
+            str(_source_tree(where / "src")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_SEC,
+        check=False,
+        cwd=where,
+    )
+    assert build.returncode == 0, build.stderr
+    (built,) = (where / "dist").glob("edgecron_client-*.whl")
+    return built
+
+
+def _install(tmp_path: Path, requirement: str) -> tuple[Path, set[str]]:
+    """A fresh virtualenv with `requirement` installed; its python and the packages it added."""
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
     empty = _installed(python)
-
     install = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", str(_source_tree(tmp_path / "src"))],
+        [str(python), "-m", "pip", "install", "--quiet", "--no-compile", requirement],
         capture_output=True,
         text=True,
         timeout=INSTALL_TIMEOUT_SEC,
@@ -83,19 +110,37 @@ def test_the_client_distribution_installs_few_packages_and_pages_the_api(
         cwd=tmp_path,
     )
     assert install.returncode == 0, install.stderr
-    added = _installed(python) - empty
-    assert "edgecron-client" in added
-    assert len(added) <= MAX_PACKAGES, sorted(added)
-    assert not added & {"boto3", "botocore", "requests", "pydantic", "pynamodb", "edgecron"}, sorted(added)
+    return python, _installed(python) - empty
 
-    result = subprocess.run(
-        [str(python), "-c", SCRIPT, local_stack.api_url, local_stack.admin_key, "http://127.0.0.1:9/hook"],
+
+def _run(
+    python: Path, args: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    bin_dir = python.parent
+    return subprocess.run(
+        args,
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
-        cwd=tmp_path,
-        env={"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)},
+        cwd=cwd,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(cwd), **(env or {})},
+    )
+
+
+def test_the_client_distribution_installs_few_packages_and_pages_the_api(
+    local_stack: LocalStackProcess, wheel: Path, tmp_path: Path
+) -> None:
+    python, added = _install(tmp_path, str(wheel))
+    env_dir = python.parent.parent
+    assert "edgecron-client" in added
+    assert len(added) <= MAX_PACKAGES, sorted(added)
+    assert not added & {"boto3", "botocore", "requests", "pydantic", "pynamodb", "edgecron"}, sorted(added)
+
+    result = _run(
+        python,
+        [str(python), "-c", SCRIPT, local_stack.api_url, local_stack.admin_key, "http://127.0.0.1:9/hook"],
+        tmp_path,
     )
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout)
@@ -108,3 +153,30 @@ def test_the_client_distribution_installs_few_packages_and_pages_the_api(
     assert seen["license"] == "Apache-2.0"
     assert any(f.endswith("licenses/LICENSE") for f in seen["files"])
     assert "pip install ./clients/python" in seen["description"]
+
+    command = _run(python, ["edgecron", "endpoints", "list"], tmp_path)
+    assert command.returncode == 2
+    assert "pip install 'edgecron-client[cli]'" in command.stderr and "Traceback" not in command.stderr
+
+
+def test_with_the_cli_extra_the_command_works_against_the_stack(
+    local_stack: LocalStackProcess, wheel: Path, tmp_path: Path
+) -> None:
+    python, added = _install(tmp_path, f"edgecron-client[cli] @ {wheel.as_uri()}")
+    assert {"edgecron-client", "typer", "rich", "requests"} <= added
+    assert not added & {"boto3", "botocore", "pynamodb", "cryptography", "edgecron"}, sorted(added)
+    env = {"EDGECRON_URL": local_stack.api_url, "EDGECRON_API_KEY": local_stack.api_key}
+
+    created = _run(
+        python, ["edgecron", "endpoints", "create", "http://127.0.0.1:9/cli", "--json"], tmp_path, env
+    )
+    assert created.returncode == 0, created.stderr
+    endpoint = json.loads(created.stdout)
+    shown = _run(python, ["edgecron", "endpoints", "get", endpoint["id"], "--json"], tmp_path, env)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["url"] == "http://127.0.0.1:9/cli"
+    assert _run(python, ["edgecron", "listen", "--help"], tmp_path).returncode == 0
+
+    local = _run(python, ["edgecron", "local"], tmp_path)
+    assert local.returncode == 2
+    assert "pip install '.[local]'" in local.stderr and "Traceback" not in local.stderr

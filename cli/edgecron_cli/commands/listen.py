@@ -24,11 +24,11 @@ from typing import Annotated, Any
 import requests
 import typer
 
-from edgecron.domain.outcome import RETRY_DIRECTIVE_HEADER
-from edgecron.domain.signing import (
+from edgecron_client.webhooks import (
     HEADER_ID,
     HEADER_SIGNATURE,
     HEADER_TIMESTAMP,
+    RETRY_DIRECTIVE_HEADER,
     SigningSecretError,
     sign,
     validate_secret,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from edgecron_cli import commands
-from edgecron_cli.commands import listen
+from edgecron_cli.commands import listen, mcp
 
 # What only `edgecron local` imports: the `local` extra of the package (pyproject.toml).
 LOCAL_ONLY_MODULES = frozenset({"moto", "yaml", "samtranslator", "werkzeug", "flask"})
@@ -22,6 +22,7 @@ app = typer.Typer(
 main = app.callback()(commands.root_callback)
 commands.register(app)
 app.command("listen")(listen.listen)
+app.command("mcp")(mcp.mcp)
 
 
 @app.command()

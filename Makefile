@@ -3,10 +3,11 @@ SHELL := /bin/bash
 PY312 := $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12 2>/dev/null))
 VENV := .venv
 BIN := $(VENV)/bin
+SAM := .venv-sam/bin/sam
 PYTEST_FLAGS ?= -q
 INTEGRATION_WORKERS ?= 2
 
-.PHONY: setup local test lint typecheck template build unit integration e2e bench deploy clean iam-permissions
+.PHONY: setup local test lint typecheck template build build-test unit integration e2e typescript sdk-types bench deploy clean iam-permissions
 
 ## setup: create .venv with everything the project needs (idempotent)
 setup: $(VENV)/.installed
@@ -29,7 +30,7 @@ local: setup
 ## the browser layer runs last, on a quiet machine, since its pages wait on real fires
 test: setup
 	@echo "==> lint, types, template and every test layer side by side; each one's output appears when it ends"
-	@$(MAKE) --no-print-directory -j --output-sync=target NICE="nice -n 10" lint typecheck template unit integration e2e
+	@$(MAKE) --no-print-directory -j --output-sync=target NICE="nice -n 10" lint typecheck template build-test unit integration e2e typescript
 	@$(MAKE) --no-print-directory browser
 	@echo "==> all checks passed"
 
@@ -42,12 +43,22 @@ typecheck: setup
 	@echo "==> mypy"
 	@$(BIN)/mypy layers/core/edgecron cli/edgecron_cli cli/edgecron_client functions
 
-template: setup
+## the SAM CLI's own venv (.venv-sam), created once; `template` and `build` both need it
+$(SAM):
+	@scripts/sam-venv.sh
+
+template: setup $(SAM)
 	@echo "==> cfn-lint + sam validate --lint"
 	@scripts/sam-validate.sh
 
-build: setup
+build: setup $(SAM)
 	@scripts/sam-build.sh
+
+## build-test: build, then check what was built (aarch64 native code only, no second botocore in the
+## layer, every requirement present, sizes within budget)
+build-test: build
+	@echo "==> built layer checks"
+	@$(BIN)/pytest $(PYTEST_FLAGS) tests/build
 
 unit: setup
 	@echo "==> unit tests"
@@ -61,6 +72,19 @@ integration: setup
 e2e: setup
 	@echo "==> e2e tests (the local stack as a process, real HTTP)"
 	@$(BIN)/pytest $(PYTEST_FLAGS) tests/e2e
+
+## typescript: the TypeScript SDK (clients/typescript): its npm packages (npm ci), a type-checked
+## build, then its Node tests against a local stack of their own (types in sync with /openapi.json,
+## paging, idempotent creates, retries, a signed delivery verified with standardwebhooks)
+typescript: setup
+	@echo "==> TypeScript SDK (npm ci, tsc, node --test against the local stack)"
+	@cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+	@$(BIN)/python -m edgecron_testing.with_local_stack -- npm --prefix clients/typescript run --silent test
+
+## sdk-types: regenerate the TypeScript SDK's openapi.json and src/schema.ts after an API change
+sdk-types: setup
+	@$(BIN)/python scripts/gen_openapi.py
+	@cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent generate
 
 ## browser: the web console in Debian's headless Chromium against the local stack (installs the
 ## browser and its driver when missing; screenshots in artifacts/browser)

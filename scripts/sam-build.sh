@@ -7,10 +7,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 SAM_VENV="${SAM_VENV:-.venv-sam}"
-if [[ ! -x "$SAM_VENV/bin/sam" ]]; then
-  echo "sam-build: $SAM_VENV/bin/sam not found; run scripts/sam-validate.sh once to create it" >&2
-  exit 1
-fi
+SAM_VENV="$SAM_VENV" scripts/sam-venv.sh  # a fresh clone has no SAM CLI yet
 
 # The python3.12 builder looks up `python3.12` on PATH: prefer the pyenv build.
 PYENV_312="$HOME/.pyenv/versions/3.12.1/bin"

@@ -8,21 +8,9 @@ cd "$ROOT"
 
 VENV="${VENV:-.venv}"
 SAM_VENV="${SAM_VENV:-.venv-sam}"
-SAM_CLI_VERSION="${SAM_CLI_VERSION:-1.170.0}"
 
-# aws-sam-cli pins an old boto3, so it lives in its own venv; create it once if missing.
-if [[ ! -x "$SAM_VENV/bin/sam" ]]; then
-  PY312="$HOME/.pyenv/versions/3.12.1/bin/python3.12"
-  [[ -x "$PY312" ]] || PY312="$(command -v python3.12 || true)"
-  if [[ -z "$PY312" ]]; then
-    echo "sam-validate: python3.12 not found (needed to create $SAM_VENV)" >&2
-    exit 1
-  fi
-  echo "sam-validate: creating $SAM_VENV with aws-sam-cli==$SAM_CLI_VERSION ..."
-  "$PY312" -m venv "$SAM_VENV"
-  "$SAM_VENV/bin/pip" install --quiet "aws-sam-cli==$SAM_CLI_VERSION"
-  echo "sam-validate: $SAM_VENV ready ($("$SAM_VENV/bin/sam" --version))"
-fi
+# The SAM CLI lives in a venv of its own, created once if missing.
+SAM_VENV="$SAM_VENV" scripts/sam-venv.sh
 
 if [[ ! -x "$VENV/bin/cfn-lint" ]]; then
   echo "sam-validate: $VENV/bin/cfn-lint not found (pip install -r requirements-dev.txt into $VENV)" >&2

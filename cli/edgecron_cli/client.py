@@ -35,10 +35,12 @@ EXIT_SERVER = 6  # 5xx, an unreadable answer, or no answer at all (connection re
 
 
 def _version() -> str:
-    try:
-        return metadata.version("edgecron")
-    except metadata.PackageNotFoundError:
-        return "dev"
+    for distribution in ("edgecron", "edgecron-client"):
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+    return "dev"
 
 
 def exit_code(error: Exception) -> int:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from edgecron_cli import commands
-from edgecron_cli.commands import listen
+from edgecron_cli.commands import listen, mcp
 
 # What only `edgecron local` imports: the `local` extra of the package (pyproject.toml).
 LOCAL_ONLY_MODULES = frozenset({"moto", "yaml", "samtranslator", "werkzeug", "flask"})
@@ -22,6 +22,7 @@ app = typer.Typer(
 main = app.callback()(commands.root_callback)
 commands.register(app)
 app.command("listen")(listen.listen)
+app.command("mcp")(mcp.mcp)
 
 
 @app.command()
@@ -51,6 +52,13 @@ def local(
     try:
         from edgecron_cli.local.stack import StackOptions, StartupError, default_root, run_local_stack
     except ModuleNotFoundError as exc:
+        if exc.name in {"edgecron", "edgecron_cli.local"} or (exc.name or "").startswith("edgecron."):
+            typer.echo(  # the edgecron-client distribution: the command without the server core
+                "edgecron local: the local stack needs the EdgeCron server package; from a checkout of "
+                "the repository: pip install '.[local]'",
+                err=True,
+            )
+            raise typer.Exit(2) from None
         if exc.name is None or exc.name.split(".")[0] not in LOCAL_ONLY_MODULES:
             raise
         typer.echo(

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
-import requests
+import urllib3
 
 from edgecron_client.models import (
     App,
@@ -297,13 +297,13 @@ class EdgeCron:
         *,
         timeout: float = DEFAULT_TIMEOUT_SEC,
         backoff: Backoff = DEFAULT_BACKOFF,
-        session: requests.Session | None = None,
+        pool: urllib3.PoolManager | None = None,
         sleep: Callable[[float], None] | None = None,
         user_agent: str | None = None,
     ) -> None:
         kwargs: dict[str, Any] = {"sleep": sleep} if sleep is not None else {}
         self.transport = Transport(
-            base_url, key, timeout=timeout, backoff=backoff, session=session, user_agent=user_agent, **kwargs
+            base_url, key, timeout=timeout, backoff=backoff, pool=pool, user_agent=user_agent, **kwargs
         )
         self.apps = Apps(self.transport)
         self.endpoints = Endpoints(self.transport)

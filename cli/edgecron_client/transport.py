@@ -8,8 +8,10 @@ A POST is retried only when retrying cannot create a second resource: it carries
 
 from __future__ import annotations
 
+import json
 import random
 import re
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,8 +19,9 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from importlib import metadata
 from typing import Any
+from urllib.parse import urlencode
 
-import requests
+import urllib3
 
 from edgecron_client.errors import ApiError, TransportError
 
@@ -50,10 +53,29 @@ NO_RETRY = Backoff(attempts=1)
 
 
 def _version() -> str:
+    for distribution in ("edgecron-client", "edgecron"):
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+    return "dev"
+
+
+def _tls_context() -> ssl.SSLContext:
+    """The system's trusted certificates, and certifi's bundle as well when it is installed."""
+    context = ssl.create_default_context()
     try:
-        return metadata.version("edgecron")
-    except metadata.PackageNotFoundError:
-        return "dev"
+        import certifi  # optional: installed alongside requests, not a dependency of the client
+
+        context.load_verify_locations(certifi.where())
+    except ImportError:
+        pass
+    return context
+
+
+def new_pool() -> urllib3.PoolManager:
+    """The connection pool a client keeps (keep-alive across calls): TLS verified, no redirects."""
+    return urllib3.PoolManager(ssl_context=_tls_context(), retries=False)
 
 
 def parse_retry_after(value: str | None, now: Callable[[], datetime] | None = None) -> float | None:
@@ -74,36 +96,38 @@ def parse_retry_after(value: str | None, now: Callable[[], datetime] | None = No
     return max(0.0, (when - current).total_seconds())
 
 
-def _error_from(response: requests.Response) -> ApiError:
+def _error_from(response: urllib3.BaseHTTPResponse) -> ApiError:
     try:
-        body = response.json()
+        body = json.loads(response.data)
     except ValueError:
         body = None
     retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    reason = response.reason or ""
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict) and isinstance(error.get("code"), str):
         field = error.get("field")
         return ApiError(
-            response.status_code,
+            response.status,
             error["code"],
-            str(error.get("message") or response.reason or ""),
+            str(error.get("message") or reason),
             field if isinstance(field, str) else None,
             retry_after=retry_after,
         )
-    text = " ".join(response.text.split())[:200] or response.reason or "no body"
-    return ApiError(response.status_code, f"HTTP_{response.status_code}", text, retry_after=retry_after)
+    text = " ".join(response.data.decode("utf-8", "replace").split())[:200] or reason or "no body"
+    return ApiError(response.status, f"HTTP_{response.status}", text, retry_after=retry_after)
 
 
 _ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
 
 
-def _describe(exc: requests.RequestException) -> str:
-    """A one-line reason, instead of urllib3's nested retry message."""
-    if isinstance(exc, requests.Timeout):
-        return "timed out"
+def _describe(exc: urllib3.exceptions.HTTPError) -> str:
+    """A one-line reason, instead of urllib3's nested message (a refused connection is, to urllib3,
+    also a kind of connect timeout: the errno decides first)."""
     match = _ERRNO.search(str(exc))
     if match:
         return match.group(1).strip().lower()
+    if isinstance(exc, urllib3.exceptions.TimeoutError):
+        return "timed out"
     return type(exc).__name__
 
 
@@ -121,14 +145,14 @@ class Transport:
         *,
         timeout: float = DEFAULT_TIMEOUT_SEC,
         backoff: Backoff = DEFAULT_BACKOFF,
-        session: requests.Session | None = None,
+        pool: urllib3.PoolManager | None = None,
         sleep: Callable[[float], None] = time.sleep,
         user_agent: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.backoff = backoff
-        self._session = session or requests.Session()
+        self._pool = pool or new_pool()
         self._sleep = sleep
         self._headers = {
             "Authorization": f"Bearer {key}",
@@ -180,31 +204,34 @@ class Transport:
         headers = dict(self._headers)
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
-        url = self.base_url + path
+        query = urlencode(drop_none(params or {}), doseq=True)
+        url = self.base_url + path + (f"?{query}" if query else "")
+        payload: bytes | None = None
+        if send_body:
+            payload = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
         try:
-            response = self._session.request(
+            response = self._pool.request(
                 method,
                 url,
-                params=drop_none(params or {}),
-                json=body if send_body else None,
+                body=payload,
                 headers=headers,
-                timeout=self.timeout,
-                allow_redirects=False,
+                timeout=urllib3.Timeout(total=self.timeout),
+                redirect=False,
+                retries=False,
             )
-        except requests.RequestException as exc:
+        except urllib3.exceptions.HTTPError as exc:
             raise TransportError(f"cannot reach {self.base_url}: {_describe(exc)}") from exc
-        if response.status_code >= 400:
+        if response.status >= 400:
             raise _error_from(response)
-        if response.status_code >= 300:  # the API never redirects: the URL is wrong (http vs https?)
+        if response.status >= 300:  # the API never redirects: the URL is wrong (http vs https?)
             where = response.headers.get("location", "elsewhere")
-            raise TransportError(
-                f"{method} {url} redirected ({response.status_code}) to {where}; check the URL"
-            )
-        if response.status_code == 204 or not response.content:
+            raise TransportError(f"{method} {url} redirected ({response.status}) to {where}; check the URL")
+        if response.status == 204 or not response.data:
             return None
         try:
-            return response.json()
+            return json.loads(response.data)
         except ValueError as exc:
             raise TransportError(
-                f"{method} {path} answered {response.status_code} with a body that is not JSON"
+                f"{method} {path} answered {response.status} with a body that is not JSON"
             ) from exc

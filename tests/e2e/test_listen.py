@@ -23,22 +23,34 @@ START_TIMEOUT_SEC = 20.0
 
 
 class ListenProcess:
-    def __init__(self, args: list[str], stack: LocalStackProcess, cwd: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("EDGECRON_")}
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "layers" / "core"), str(ROOT / "cli")])
-        env["EDGECRON_URL"] = stack.api_url
-        env["EDGECRON_API_KEY"] = stack.api_key
+    def __init__(
+        self,
+        args: list[str],
+        stack: LocalStackProcess,
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        stdin: str | None = None,
+    ) -> None:
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("EDGECRON_")}
+        environment["PYTHONPATH"] = os.pathsep.join([str(ROOT / "layers" / "core"), str(ROOT / "cli")])
+        environment["EDGECRON_URL"] = stack.api_url
+        environment["EDGECRON_API_KEY"] = stack.api_key
+        environment.update(env or {})
         self.port = free_port()
         self.lines: list[str] = []
         self.process = subprocess.Popen(
             [sys.executable, "-u", "-m", "edgecron_cli.main", "listen", "--port", str(self.port), *args],
             cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
+            env=environment,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
         )
+        if stdin is not None:
+            assert self.process.stdin is not None
+            self.process.stdin.write(stdin)
+            self.process.stdin.close()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         deadline = time.monotonic() + START_TIMEOUT_SEC
@@ -55,6 +67,10 @@ class ListenProcess:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             self.lines.append(line)
+
+    def command_line(self) -> str:
+        """What `ps` shows of the process."""
+        return Path(f"/proc/{self.process.pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
 
     def deliveries(self) -> list[str]:
         return [line for line in self.lines if " attempt " in line]
@@ -114,3 +130,25 @@ def test_listen_flags_deliveries_signed_with_another_secret(
     assert api.wait_run(run["id"], terminal, timeout=60)["status"] == "success"
     (line,) = listener.deliveries()
     assert "NOT VERIFIED (no matching signature)" in line and "-> 204" in line
+    assert any("visible to other users of this machine" in line for line in listener.lines)
+
+
+@pytest.mark.parametrize("given", ["environment", "standard input"])
+def test_listen_takes_the_secret_from_the_environment_or_standard_input_never_the_command_line(
+    local_stack: LocalStackProcess, api: Api, tmp_path: Path, listen_for: list[ListenProcess], given: str
+) -> None:
+    endpoint = api.ok("POST", "/v1/endpoints", {"url": "http://127.0.0.1:9/not-yet"})
+    secret = endpoint["secret"]
+    if given == "environment":
+        listener = ListenProcess([], local_stack, tmp_path, env={"EDGECRON_LISTEN_SECRET": secret})
+    else:
+        listener = ListenProcess(["--secret", "-"], local_stack, tmp_path, stdin=secret + "\n")
+    listen_for.append(listener)
+    assert secret not in listener.command_line()
+    assert "verifying signatures" in "".join(listener.lines)
+    api.ok("PATCH", f"/v1/endpoints/{endpoint['id']}", {"url": listener.url})
+    run = api.ok("POST", "/v1/task-runs", {"endpoint_id": endpoint["id"], "payload": {"n": 1}})
+    assert api.wait_run(run["id"], terminal, timeout=60)["status"] == "success"
+    (line,) = listener.deliveries()
+    assert run["id"] in line and "verified" in line and "NOT VERIFIED" not in line
+    assert "command line" not in "".join(listener.lines)  # no warning: the secret was not there

@@ -57,3 +57,28 @@ def test_schemathesis_builds_its_stateful_phase_from_the_document() -> None:
 
     schema = schemathesis.openapi.from_dict(_document())
     assert schema.as_state_machine() is not None
+
+
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        own = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+        return own + [ref for value in node.values() for ref in _refs(value)]
+    if isinstance(node, list):
+        return [ref for value in node for ref in _refs(value)]
+    return []
+
+
+def test_every_reference_in_the_document_resolves() -> None:
+    """Code generators (openapi-typescript for the TypeScript SDK) refuse a document with a dangling $ref."""
+    document = _document()
+    schemas = document["components"]["schemas"]
+    dangling = sorted(
+        {ref for ref in _refs(document) if ref.removeprefix("#/components/schemas/") not in schemas}
+    )
+    assert dangling == []
+
+
+def test_the_typescript_sdk_is_generated_from_the_current_document() -> None:
+    write = runpy.run_path(str(ROOT / "scripts" / "gen_openapi.py"))["document"]
+    committed = (ROOT / "clients" / "typescript" / "openapi.json").read_text(encoding="utf-8")
+    assert committed == write(), "run: make sdk-types"

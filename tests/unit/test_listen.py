@@ -11,6 +11,7 @@ from fractions import Fraction
 import pytest
 import typer
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+from typer.testing import CliRunner
 
 from edgecron.domain.signing import new_secret, webhook_headers
 from edgecron_cli.commands.listen import (
@@ -21,6 +22,7 @@ from edgecron_cli.commands.listen import (
     printable,
     verify,
 )
+from edgecron_cli.main import app
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 NOW_SEC = int(NOW.timestamp())
@@ -194,3 +196,12 @@ def test_a_hostile_body_and_id_are_printed_escaped() -> None:
 
 def test_a_long_body_is_cut_in_the_preview() -> None:
     assert printable("x" * 200).endswith("…") and len(printable("x" * 200)) == 81
+
+
+def test_a_secret_read_from_standard_input_or_the_environment_is_checked_before_listening() -> None:
+    empty = CliRunner().invoke(app, ["listen", "--port", "0", "--secret", "-"], input="")
+    assert empty.exit_code == 2
+    assert "standard input gave no secret" in empty.stderr
+    bad = CliRunner(env={"EDGECRON_LISTEN_SECRET": "not-a-secret"}).invoke(app, ["listen", "--port", "0"])
+    assert bad.exit_code == 2
+    assert "--secret" in bad.stderr and "edgecron listen on" not in bad.stdout

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,11 +24,11 @@ from typing import Annotated, Any
 import requests
 import typer
 
-from edgecron.domain.outcome import RETRY_DIRECTIVE_HEADER
-from edgecron.domain.signing import (
+from edgecron_client.webhooks import (
     HEADER_ID,
     HEADER_SIGNATURE,
     HEADER_TIMESTAMP,
+    RETRY_DIRECTIVE_HEADER,
     SigningSecretError,
     sign,
     validate_secret,
@@ -280,11 +281,30 @@ def _endpoint_secret(endpoint_id: str) -> str:
     return secret
 
 
+SECRET_ENV = "EDGECRON_LISTEN_SECRET"
+
+
+def _secret_from_stdin() -> str:
+    """The first line of standard input: `--secret -` keeps the secret out of the command line."""
+    line = sys.stdin.readline().strip()
+    if not line:
+        raise typer.BadParameter("standard input gave no secret", param_hint="--secret")
+    return line
+
+
 def listen(
+    ctx: typer.Context,
     port: Annotated[int, typer.Option(help="Port to listen on (127.0.0.1).")] = 8000,
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     secret: Annotated[
-        str | None, typer.Option(help="Signing secret (whsec_…) to verify deliveries with.")
+        str | None,
+        typer.Option(
+            envvar=SECRET_ENV,
+            show_envvar=True,
+            help="Signing secret (whsec_…) to verify deliveries with; `-` reads it from standard input. "
+            "Prefer the environment variable or `-`: on the command line it is visible to every user "
+            "of the machine (ps).",
+        ),
     ] = None,
     endpoint: Annotated[
         str | None,
@@ -307,6 +327,18 @@ def listen(
     ] = None,
 ) -> None:
     """A local receiver: verifies signatures, prints one line per delivery, answers as scripted."""
+    given = ctx.get_parameter_source("secret")
+    source = given.name if given is not None else "DEFAULT"  # COMMANDLINE, ENVIRONMENT or DEFAULT
+    if endpoint and source == "ENVIRONMENT":
+        secret = None  # --endpoint on the command line wins over a secret in the environment
+    if secret == "-":
+        secret = _secret_from_stdin()
+    elif secret and source == "COMMANDLINE":
+        typer.echo(
+            "edgecron listen: a secret on the command line is visible to other users of this machine (ps); "
+            f"prefer {SECRET_ENV}=whsec_… or --secret - (standard input)",
+            err=True,
+        )
     if secret and endpoint:
         raise typer.BadParameter("give --secret or --endpoint, not both", param_hint="--secret")
     secrets: list[str] = []

@@ -281,8 +281,9 @@ def openapi_json(api: APIGatewayHttpResolver) -> str:
             responses.pop("422", None)
             if "204" in responses:
                 responses["204"].pop("content", None)
-    document.get("components", {}).get("schemas", {}).pop("HTTPValidationError", None)
-    document.get("components", {}).get("schemas", {}).pop("ValidationError", None)
+    schemas = document.get("components", {}).get("schemas", {})
+    for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        schemas.pop(unused, None)  # Powertools' 422 and response-validation shapes: never answered
     add_links(document)
     return json.dumps(document)
 

@@ -88,7 +88,7 @@ def apply_once(env: Env, app_id: str, expression: str, outage: timedelta) -> dic
     )
     schedule_data.put_new(schedule)  # ACTIVE with a next fire time: in the due index
     # as the scan reads it after the outage: its walk's mark is from before, so the stored time stands
-    stored = schedule_data.get(app_id, schedule.schedule_id, consistent=True, timing=False)
+    stored = schedule_data.get(app_id, schedule.schedule_id, consistent=True)
     assert stored is not None
     schedule = stored
     report = schedules_scan.ScheduleScanReport()

@@ -116,7 +116,7 @@ def test_a_fire_for_10000_endpoints_is_created_and_fanned_out_in_bounded_pages(p
     assert all(r.app_id == app_id for r in runs)
     assert int(fire_data.get(schedule_id, fire_at).run_count) == 10_000  # type: ignore[union-attr]
 
-    stored = schedule_data.get(app_id, schedule_id)
+    stored = schedule_data.get_timed(app_id, schedule_id)
     assert stored is not None and stored.next_fire_at == fire_at + 60_000
     fixed.advance(60)  # the next scan dispatches the next fire the same way
     invoke("scan", load_event("scan.json"))
@@ -217,7 +217,7 @@ def test_a_broadcast_fire_whose_fan_out_message_was_lost_is_resumed_by_the_scan(
     fire_at = clock.to_ms(T0 + timedelta(seconds=30))
     assert pump.once("FanoutQueue", "fanout", batch=1) == 1  # page 0; then page 1's message is lost
     drain_queues()
-    stored = schedule_data.get(app_id, schedule_id)
+    stored = schedule_data.get_timed(app_id, schedule_id)
     assert stored is not None and stored.next_fire_at == fire_at + 60_000  # the schedule moved on
     fixed.advance(70)  # 40 s after the fire time, no page recorded for 70 s
     invoke("scan", load_event("scan.json"))
@@ -241,7 +241,7 @@ def test_a_broadcast_fire_whose_fan_out_died_fails_and_counts_toward_auto_pause(
     ops = {"url": "http://127.0.0.1:9/ops", "filter_events": ["edgecron.schedule.*"]}
     assert call_api("POST", "/v1/endpoints", key=key, body=ops).status == 201
     schedule_id = call_api("POST", "/v1/schedules", key=key, body={"cron": "0 0 1 1 *"}).body["id"]
-    stored = schedule_data.get(app_id, schedule_id)
+    stored = schedule_data.get_timed(app_id, schedule_id)
     assert stored is not None and stored.next_fire_at is not None
     ScheduleModel(app_id=app_id, schedule_id=schedule_id).update(
         actions=[ScheduleModel.consecutive_failures.set(2)]
@@ -252,7 +252,7 @@ def test_a_broadcast_fire_whose_fan_out_died_fails_and_counts_toward_auto_pause(
     assert pump.once("FanoutQueue", "fanout_dlq", batch=1) == 1  # as if every fan-out attempt failed
     fire = fire_data.get(schedule_id, fire_at)
     assert fire is not None and fire.status == "FAILED" and "fan-out stopped at page 0" in str(fire.error)
-    paused = schedule_data.get(app_id, schedule_id)
+    paused = schedule_data.get_timed(app_id, schedule_id)
     assert paused is not None and paused.status == "PAUSED"
     kinds = [n.kind for n in NotificationModel.query(app_id)]
     assert "SCHEDULE_AUTO_PAUSED" in kinds
@@ -267,7 +267,7 @@ def test_a_poisoned_run_of_a_broadcast_fire_is_a_dead_letter_and_settles_its_fir
     app_id, key = new_app("broadcast-poison")
     bulk_endpoints(app_id, 1, "http://127.0.0.1:9/poison")
     schedule_id = call_api("POST", "/v1/schedules", key=key, body={"cron": "0 0 1 1 *"}).body["id"]
-    stored = schedule_data.get(app_id, schedule_id)
+    stored = schedule_data.get_timed(app_id, schedule_id)
     assert stored is not None and stored.next_fire_at is not None
     fire_at = int(stored.next_fire_at)
     fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))
@@ -301,7 +301,7 @@ def test_an_auto_pause_from_a_dead_fan_out_cancels_the_runs_of_another_open_broa
     app_id, key = new_app("broadcast-dead-pause")
     bulk_endpoints(app_id, 2, "http://127.0.0.1:9/dead-pause")
     schedule_id = call_api("POST", "/v1/schedules", key=key, body={"cron": "* * * * *"}).body["id"]
-    stored = schedule_data.get(app_id, schedule_id)
+    stored = schedule_data.get_timed(app_id, schedule_id)
     assert stored is not None and stored.last_fire_at is not None
     first = int(stored.last_fire_at)  # dispatched by the create: its page 0 is queued
     ScheduleModel(app_id=app_id, schedule_id=schedule_id).update(
@@ -312,7 +312,7 @@ def test_an_auto_pause_from_a_dead_fan_out_cancels_the_runs_of_another_open_broa
     fixed.advance(30)
     invoke("scan", load_event("scan.json"))  # the next Fire: its page 0 is queued
     assert pump.once("FanoutQueue", "fanout_dlq", batch=1) == 1  # as if every fan-out attempt failed
-    paused = schedule_data.get(app_id, schedule_id)
+    paused = schedule_data.get_timed(app_id, schedule_id)
     assert paused is not None and paused.status == "PAUSED"
     fire = fire_data.get(schedule_id, first)
     assert fire is not None and fire.status == "CANCELLED"
@@ -334,7 +334,7 @@ def test_a_broadcast_fire_settles_from_a_counter_without_rereading_its_runs_on_e
     app_id, key = new_app("broadcast-counter")
     bulk_endpoints(app_id, 240, "http://127.0.0.1:9/counter")
     schedule_id = call_api("POST", "/v1/schedules", key=key, body={"cron": "0 0 1 1 *"}).body["id"]
-    stored = schedule_data.get(app_id, schedule_id)
+    stored = schedule_data.get_timed(app_id, schedule_id)
     assert stored is not None and stored.next_fire_at is not None
     fire_at = int(stored.next_fire_at)
     fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))
@@ -381,7 +381,7 @@ def test_a_broadcast_fire_whose_worker_died_right_after_counting_its_last_run_se
     app_id, key = new_app("broadcast-died")
     api_endpoints(key, 2, receiver.url("/died"))
     schedule_id = call_api("POST", "/v1/schedules", key=key, body={"cron": "0 0 1 1 *"}).body["id"]
-    stored = schedule_data.get(app_id, schedule_id)
+    stored = schedule_data.get_timed(app_id, schedule_id)
     assert stored is not None and stored.next_fire_at is not None
     fire_at = int(stored.next_fire_at)
     fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))

@@ -32,7 +32,7 @@ def create(key: str, **body: Any) -> dict[str, Any]:
 def catch_up(app_id: str, schedule_id: str, now: datetime) -> schedules_scan.ScheduleScanReport:
     """What the scan and the compensation do for one due schedule."""
     report = schedules_scan.ScheduleScanReport()
-    schedule = schedule_data.get(app_id, schedule_id)
+    schedule = schedule_data.get_timed(app_id, schedule_id)
     assert schedule is not None
     schedules_scan.process(schedule, now, clock.to_ms(now) + 70_000, report)
     return report
@@ -75,7 +75,7 @@ def test_outage_catch_up(kind: str, outage: str, policy: str) -> None:
     app_id, key = new_app("catchup")
     s = create(key, cron=CRONS[kind], timezone="Europe/London", missed_policy=policy)
     before = fires(s["id"])
-    stored = schedule_data.get(app_id, s["id"])
+    stored = schedule_data.get_timed(app_id, s["id"])
     assert stored is not None
     next_before = int(stored.next_fire_at) // 1000
     now = T0 + timedelta(seconds=70 + OUTAGES[outage])  # the scan was down after the creation's look-ahead
@@ -88,7 +88,7 @@ def test_outage_catch_up(kind: str, outage: str, policy: str) -> None:
     new = {t: status for t, status in after.items() if t not in before}
     missed = sorted(t for t, status in new.items() if status == "MISSED")
     dispatched = sorted(t for t, status in new.items() if status != "MISSED")
-    stored = schedule_data.get(app_id, s["id"])
+    stored = schedule_data.get_timed(app_id, s["id"])
     assert stored is not None
     if total <= 1:  # not lagging: the one pending fire is dispatched late, nothing is missed
         assert missed == [] and report.catch_ups == 0
@@ -128,7 +128,7 @@ def test_missed_one_time_schedule(policy: str) -> None:
     fixed.set(at + timedelta(days=1))
     schedules_scan.dispatch_schedules(fixed.now())
     got = fires(s["id"])
-    stored = schedule_data.get(app_id, s["id"])
+    stored = schedule_data.get_timed(app_id, s["id"])
     assert stored is not None and stored.next_fire_at is None
     if policy == "RUN_ONCE":
         assert got == {int(at.timestamp()): "SCHEDULED"}
@@ -142,7 +142,7 @@ def test_catch_up_races_a_scan_without_double_dispatch(monkeypatch: pytest.Monke
     app_id, key = new_app("race")
     s = create(key, cron="* * * * *")
     fixed.set(T0 + timedelta(hours=2))
-    stale = schedule_data.get(app_id, s["id"])  # what a slower concurrent scan read
+    stale = schedule_data.get_timed(app_id, s["id"])  # what a slower concurrent scan read
     assert stale is not None
     schedules_scan.dispatch_schedules(fixed.now())
     after_first = fires(s["id"])
@@ -157,12 +157,12 @@ def test_catch_up_does_not_rewind_a_schedule_the_user_just_edited() -> None:
     app_id, key = new_app("edit")
     s = create(key, cron="* * * * *")
     fixed.set(T0 + timedelta(hours=2))
-    stale = schedule_data.get(app_id, s["id"])
+    stale = schedule_data.get_timed(app_id, s["id"])
     assert stale is not None
     call_api("PATCH", f"/v1/schedules/{s['id']}", key=key, body={"cron": "0 0 1 1 *"})
     report = schedules_scan.ScheduleScanReport()
     schedules_scan.process(stale, fixed.now(), clock.to_ms(fixed.now()) + 70_000, report)
-    edited = schedule_data.get(app_id, s["id"])
+    edited = schedule_data.get_timed(app_id, s["id"])
     assert edited is not None and edited.cron == "0 0 1 1 *"
     assert edited.next_fire_at == clock.to_ms(datetime(2027, 1, 1, tzinfo=UTC))
 
@@ -217,7 +217,7 @@ def test_a_fire_whose_dispatch_died_before_an_outage_is_missed_by_the_catch_up(
     clock.set_clock(fixed)
     app_id, key = new_app("died-then-outage")
     s = create(key, cron="0 9 * * *" if outage_s > 86_400 else "* * * * *", missed_policy=policy)
-    stored = schedule_data.get(app_id, s["id"], consistent=True)
+    stored = schedule_data.get_timed(app_id, s["id"], consistent=True)
     assert stored is not None and stored.next_fire_at is not None
     fire_at = int(stored.next_fire_at)
     fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))

@@ -67,7 +67,7 @@ def test_the_deploy_catch_up_hands_a_due_broadcast_fire_to_the_fan_out(cfn: Rece
     app_id, key = new_app("compensation-broadcast")
     call_api("POST", "/v1/endpoints", key=key, body={"url": "http://127.0.0.1:9/deploy"})
     schedule_id = call_api("POST", "/v1/schedules", key=key, body={"cron": "0 0 1 1 *"}).body["id"]
-    stored = schedule_data.get(app_id, schedule_id)
+    stored = schedule_data.get_timed(app_id, schedule_id)
     assert stored is not None and stored.next_fire_at is not None
     fire_at = int(stored.next_fire_at)
     fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))

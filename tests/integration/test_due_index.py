@@ -33,7 +33,7 @@ def _a_schedule(name: str) -> tuple[Schedule, str]:
     app_id, key = new_app(name)
     endpoint_id = new_endpoint(key, "http://127.0.0.1:9/due")
     schedule_id = new_schedule(key, cron="0 * * * *", endpoint_ids=[endpoint_id])["id"]
-    schedule = schedule_data.get(app_id, schedule_id, consistent=True)
+    schedule = schedule_data.get_timed(app_id, schedule_id, consistent=True)
     row = ScheduleModel.get(app_id, schedule_id, consistent_read=True)
     assert schedule is not None and row.due_shard == schedule_data.shard_for(schedule_id)  # in the index
     assert schedule.next_fire_at == clock.to_ms(T0 + timedelta(hours=1))

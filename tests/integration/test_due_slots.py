@@ -88,7 +88,7 @@ def test_a_daily_schedule_keeps_its_index_entry_while_it_fires_day_after_day(
         row = _row(app_id, schedule_id)
         assert fire in _fires(schedule_id)
         assert (row.next_fire_at, row.due_slot, row.version) == (created.next_fire_at, slot, created.version)
-        read = schedule_data.get(app_id, schedule_id, consistent=True)
+        read = schedule_data.get_timed(app_id, schedule_id, consistent=True)
         assert read is not None and read.next_fire_at == clock.to_ms(fire + timedelta(days=1))
         assert read.last_fire_at == clock.to_ms(fire)
         _scan_at(fire + timedelta(hours=12), index_time)  # ticks through the rest of the day
@@ -105,7 +105,7 @@ def test_a_tick_after_an_outage_reads_every_slot_and_catches_the_lagging_schedul
     _scan_at(back, index_time)
     fires = _fires(schedule_id)
     assert T0.replace(hour=10) in fires  # run late (RUN_ONCE), not lost
-    read = schedule_data.get(app_id, schedule_id, consistent=True)
+    read = schedule_data.get_timed(app_id, schedule_id, consistent=True)
     assert read is not None and read.next_fire_at == clock.to_ms(T0.replace(hour=10) + timedelta(days=1))
 
 
@@ -118,7 +118,7 @@ def test_a_first_fire_within_the_look_ahead_of_its_write_is_found_by_its_exact_t
     app_id, key = new_app("slots-exact")
     schedule_id = _create(key, cron="0 10 * * *", status="PAUSED")
     _scan_at(T0.replace(hour=9, minute=59), index_time)  # the window now ends at 10:00:10
-    paused = schedule_data.get(app_id, schedule_id, consistent=True)
+    paused = schedule_data.get_timed(app_id, schedule_id, consistent=True)
     assert paused is not None
     fire = T0.replace(hour=10)
     written = replace(
@@ -227,7 +227,7 @@ def test_a_failing_schedule_whose_owed_fire_cannot_be_recorded_holds_the_window_
     monkeypatch.undo()
     _scan_at(fire + timedelta(minutes=31), index_time)
     assert fire in _fires(schedule_id)  # caught up: RUN_ONCE runs the missed fire late
-    read = schedule_data.get(app_id, schedule_id, consistent=True)
+    read = schedule_data.get_timed(app_id, schedule_id, consistent=True)
     assert read is not None and read.next_fire_at == clock.to_ms(fire + timedelta(days=1))
 
 
@@ -257,7 +257,7 @@ def test_an_hourly_schedule_in_office_hours_is_read_once_an_hour(index_time: Ind
         _scan_at(T0.replace(hour=hour, minute=30), index_time)
         _scan_at(T0.replace(hour=hour, minute=45), index_time)
     assert {T0.replace(hour=h, minute=30) for h in (9, 10, 11)} <= set(_fires(schedule_id))
-    assert due_slots.wheel_of(schedule_data.get(app_id, schedule_id).spec()) == due_slots.Wheel.HOUR  # type: ignore[union-attr]
+    assert due_slots.wheel_of(schedule_data.get_timed(app_id, schedule_id).spec()) == due_slots.Wheel.HOUR  # type: ignore[union-attr]
 
 
 def test_the_backfill_goes_on_from_where_it_stopped_until_the_table_is_read() -> None:

@@ -203,7 +203,7 @@ def alert_subjects_after_auto_pause(schedule_name: str) -> list[str]:
         body = {"cron": "0 0 1 1 *", "endpoint_ids": [ep], "name": schedule_name, "status": "PAUSED"}
         created = call_api("POST", "/v1/schedules", key=key, body=body)
         assert created.status == 201, created.body
-        schedule = schedule_data.get(app_id, created.body["id"])
+        schedule = schedule_data.get_timed(app_id, created.body["id"])
         assert schedule is not None
         now_ms = clock.to_ms(clock.now())
         fire = FireModel(

@@ -63,7 +63,7 @@ def test_a_failed_only_run_fails_its_fire_with_the_error_and_counts_toward_auto_
     assert pump.deliveries() == 1
     fire = _fire(schedule_id)
     assert fire.status == "FAILED" and fire.error and "400" in fire.error
-    stored = schedule_data.get(app_id, schedule_id)
+    stored = schedule_data.get_timed(app_id, schedule_id)
     assert stored is not None and stored.consecutive_failures == 1
 
 
@@ -162,12 +162,12 @@ def test_a_success_after_a_failed_fire_writes_its_fire_and_resets_the_failure_co
 ) -> None:
     app_id, key = new_app("settle-after-failure")
     schedule_id = _daily_fired(key, receiver.url("/recovered"), index_time)
-    stored = schedule_data.get(app_id, schedule_id, consistent=True)
+    stored = schedule_data.get_timed(app_id, schedule_id, consistent=True)
     assert stored is not None
     schedule_data.record_outcome(app_id, schedule_id, True, 3, clock.to_ms(clock.now()))
     assert pump.deliveries() == 1
     assert _fire(schedule_id).status == "COMPLETED"
-    after = schedule_data.get(app_id, schedule_id, consistent=True)
+    after = schedule_data.get_timed(app_id, schedule_id, consistent=True)
     assert after is not None and after.consecutive_failures == 0
 
 

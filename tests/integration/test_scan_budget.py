@@ -72,7 +72,7 @@ def every_second_schedules(
     for _ in range(n):
         body = {"cron": "* * * * * *", "endpoint_ids": [endpoint_id], "status": "PAUSED"}
         s = call_api("POST", "/v1/schedules", key=key, body=body).body
-        paused = schedule_data.get(app_id, s["id"], consistent=True)
+        paused = schedule_data.get_timed(app_id, s["id"], consistent=True)
         assert paused is not None
         active = replace(paused, status=ScheduleStatus.ACTIVE, next_fire_at=clock.to_ms(first_fire))
         assert schedule_data.save_if_version(active, paused.version)

@@ -106,7 +106,7 @@ def test_a_scan_that_dies_before_sending_leaves_its_fires_to_the_next_tick_which
         patch.setattr(botocore.client.BaseClient, "_make_api_call", dies_sending)
         with pytest.raises(ScanDied):
             invoke("scan", load_event("scan.json"))
-    stored = [schedule_data.get(app_id, schedule_id, consistent=True) for schedule_id in ids]
+    stored = [schedule_data.get_timed(app_id, schedule_id, consistent=True) for schedule_id in ids]
     assert all(s is not None and s.next_fire_at == fire_ms for s in stored), "moved past an unsent fire"
     invoke("scan", load_event("scan.json"))
     pump.deliveries(until=lambda: len(receiver.received("/fire-batch-died")) >= 12)
@@ -114,5 +114,5 @@ def test_a_scan_that_dies_before_sending_leaves_its_fires_to_the_next_tick_which
     got = receiver.received("/fire-batch-died")
     assert len(got) == 12 and len({r.headers["webhook-id"] for r in got}) == 12
     for schedule_id in ids:
-        schedule = schedule_data.get(app_id, schedule_id, consistent=True)
+        schedule = schedule_data.get_timed(app_id, schedule_id, consistent=True)
         assert schedule is not None and schedule.next_fire_at == fire_ms + 86_400_000

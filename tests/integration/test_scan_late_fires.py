@@ -135,7 +135,7 @@ def test_a_lost_message_follows_the_missed_policy(fixed: clock.FixedClock, recei
     fire = the_fire(schedule_id)
     assert fire.status == "MISSED"
     assert runs_of(app_id, schedule_id)[ep].status == "cancelled"
-    stored = schedule_data.get(app_id, schedule_id)
+    stored = schedule_data.get_timed(app_id, schedule_id)
     assert stored is not None and stored.finished is True
     Pump().deliveries()
     assert receiver.received("/lost") == []
@@ -170,5 +170,5 @@ def test_a_run_claimed_while_the_scan_cancels_keeps_its_fire_and_counts(
     fixed.advance(120)  # that worker died; the next one takes the expired claim over and delivers
     assert delivery.deliver(run_id, app_of_run(run_id)).outcome == "failed"
     assert the_fire(schedule_id).status == "FAILED"
-    stored = schedule_data.get(app_id, schedule_id)
+    stored = schedule_data.get_timed(app_id, schedule_id)
     assert stored is not None and stored.consecutive_failures == 1  # the outcome counted

@@ -42,7 +42,7 @@ def test_a_pause_keeps_its_reason_until_resume(fixed: clock.FixedClock) -> None:
     assert kept.status == 200 and kept.body["pause_reason"] == "db move"
     resumed = call_api("POST", f"/v1/schedules/{s['id']}/resume", key=app_key).body
     assert resumed["status"] == "ACTIVE" and resumed["pause_reason"] is None
-    stored = schedule_data.get(app_id, s["id"])
+    stored = schedule_data.get_timed(app_id, s["id"])
     assert stored is not None and stored.pause_reason is None
     bare = call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key)
     assert bare.status == 200 and bare.body["status"] == "PAUSED" and bare.body["pause_reason"] is None
@@ -155,7 +155,7 @@ def test_a_paused_or_unknown_schedule_cannot_be_triggered(fixed: clock.FixedCloc
     assert call_api("GET", f"/v1/schedules/{s['id']}/fires", key=key).body["data"] == []
     missing = call_api("POST", "/v1/schedules/sch_nope/trigger", key=key)
     assert missing.status == 404
-    assert schedule_data.get(app_id, s["id"]) is not None
+    assert schedule_data.get_timed(app_id, s["id"]) is not None
 
 
 def test_failed_triggers_count_toward_auto_pause(

@@ -148,7 +148,7 @@ class ScheduleMachine(RuleBasedStateMachine):
             self.crasher.disarm()
 
     def _sync(self, model: Model, reset: bool) -> None:
-        stored = schedule_data.get(self.app_id, model.schedule_id, consistent=True)
+        stored = schedule_data.get_timed(self.app_id, model.schedule_id, consistent=True)
         if stored is None:
             model.deleted = True
         if reset:
@@ -224,7 +224,7 @@ class ScheduleMachine(RuleBasedStateMachine):
             model.paused_returned = False
             self._sync(model, reset=True)
         elif resp.status >= 500:
-            stored = schedule_data.get(self.app_id, model.schedule_id, consistent=True)
+            stored = schedule_data.get_timed(self.app_id, model.schedule_id, consistent=True)
             if stored is not None and stored.status == "ACTIVE":
                 model.paused_returned = False  # it did resume before the crash
                 self._sync(model, reset=True)
@@ -369,7 +369,7 @@ class ScheduleMachine(RuleBasedStateMachine):
         """After a clean scan: every past fire time of an active schedule is MISSED or has its runs."""
         now_ms = self._now_ms()
         for model in self.schedules.values():
-            stored = schedule_data.get(self.app_id, model.schedule_id, consistent=True)
+            stored = schedule_data.get_timed(self.app_id, model.schedule_id, consistent=True)
             if stored is None or stored.status != "ACTIVE":
                 continue
             fires = {int(f.fire_at): f for f in FireModel.query(model.schedule_id, consistent_read=True)}

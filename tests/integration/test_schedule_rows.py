@@ -33,7 +33,7 @@ def schedule(app_id: str, **changes: object) -> Schedule:
 
 def stored(s: Schedule) -> tuple[Schedule | None, ScheduleModel]:
     return (
-        schedule_data.get(s.app_id, s.schedule_id, consistent=True),
+        schedule_data.get_timed(s.app_id, s.schedule_id, consistent=True),
         ScheduleModel.get(s.app_id, s.schedule_id, consistent_read=True),
     )
 

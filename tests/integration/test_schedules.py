@@ -114,7 +114,7 @@ def test_every_second_schedule_dispatches_each_fire_once(
     fixed.advance(60)
     invoke("scan", {"detail": {}})
     assert len(fires_of(s["id"])) == 130
-    stored = schedule_data.get(fires[0].app_id, s["id"])
+    stored = schedule_data.get_timed(fires[0].app_id, s["id"])
     assert stored is not None and stored.next_fire_at == clock.to_ms(T0) + 131_000
     runs = runs_of(fires[0].app_id, s["id"])
     assert len(runs) == 130 and len({r.run_id for r in runs}) == 130
@@ -186,7 +186,7 @@ def test_a_crash_between_scan_steps_loses_and_doubles_nothing(
     monkeypatch.setattr(module, name, crash)
     with pytest.raises(Crash):
         fire_dispatch.dispatch_due(
-            schedule_data.get(app_id, s["id"]), fixed.now(), clock.to_ms(fixed.now()) + 70_000
+            schedule_data.get_timed(app_id, s["id"]), fixed.now(), clock.to_ms(fixed.now()) + 70_000
         )  # type: ignore[arg-type]
     monkeypatch.setattr(module, name, original)
     fixed.advance(40)  # the next scan, 10 s after the fire time
@@ -199,7 +199,7 @@ def test_a_crash_between_scan_steps_loses_and_doubles_nothing(
     assert all(f.status != "MISSED" for f in fires)
     runs = runs_of(app_id, s["id"])
     assert sorted(r.endpoint_id for r in runs if r.fire_at == fire_at) == sorted(eps)
-    stored = schedule_data.get(app_id, s["id"])
+    stored = schedule_data.get_timed(app_id, s["id"])
     assert stored is not None and stored.next_fire_at == clock.to_ms(T0 + timedelta(days=1, hours=1))
     usage = call_api("GET", "/v1/usage", key=key, query={"month": "2026-06"}).body
     assert usage["schedule"] == 1
@@ -453,7 +453,7 @@ def test_a_scan_that_read_a_schedule_before_an_edit_dispatches_the_edited_schedu
     app_id, app_key = new_app("edit-race")
     old_ep, new_ep = endpoint(app_key), endpoint(app_key)
     created = schedule(app_key, cron="0 0 1 1 *", endpoint_ids=[old_ep], payload={"v": 1})
-    stale = schedule_data.get(app_id, created["id"], consistent=True)
+    stale = schedule_data.get_timed(app_id, created["id"], consistent=True)
     assert stale is not None and stale.next_fire_at is not None
     fire_at = int(stale.next_fire_at)
     edited = call_api(
@@ -474,7 +474,7 @@ def test_a_scan_that_read_a_schedule_before_an_edit_dispatches_the_edited_schedu
 def dispatch_that_dies(app_id: str, schedule_id: str, fixed: clock.FixedClock) -> None:
     """The schedule's due dispatch, which a step the test replaced makes die with `Crash`."""
     with pytest.raises(Crash):
-        stored = schedule_data.get(app_id, schedule_id)
+        stored = schedule_data.get_timed(app_id, schedule_id)
         assert stored is not None
         fire_dispatch.dispatch_due(stored, fixed.now(), clock.to_ms(fixed.now()) + 70_000)
 
@@ -501,7 +501,7 @@ def test_a_fire_whose_dispatch_died_after_its_fire_was_written_is_dispatched_by_
     fire_at = clock.to_ms(T0 + timedelta(hours=1))
     runs = runs_of(app_id, s["id"])
     assert sorted(r.endpoint_id for r in runs if r.fire_at == fire_at) == sorted(eps)
-    stored = schedule_data.get(app_id, s["id"])
+    stored = schedule_data.get_timed(app_id, s["id"])
     assert stored is not None and stored.next_fire_at == clock.to_ms(T0 + timedelta(days=1, hours=1))
     assert [f.status for f in fires_of(s["id"])] == ["SCHEDULED"]
 
@@ -608,7 +608,7 @@ def test_a_listed_fire_an_earlier_release_left_unmarked_is_dispatched_once_after
         created_at=now_ms,
         open_shard=fire_data.open_shard(s["id"]),
     ).save()
-    stored = schedule_data.get(app_id, s["id"], consistent=True)
+    stored = schedule_data.get_timed(app_id, s["id"], consistent=True)
     assert stored is not None
     assert schedule_data.advance(stored, fire_at, fire_at + 86_400_000, now_ms)  # moved on, runs not sent
     fixed.advance(70)  # the pass takes Fires 30 s past their fire time

@@ -153,30 +153,35 @@ def _update(schedule: Schedule, actions: list[Any], condition: Any) -> Schedule 
     return to_entity(item) if update_if(item, actions, condition) else None
 
 
-def get(
-    app_id: str,
-    schedule_id: str,
-    *,
-    consistent: bool = False,
-    walked_to: int | None = None,
-    timing: bool = True,
-) -> Schedule | None:
-    """The Schedule, with the next fire the due walk left it: how far the walk got is `walked_to`
-    if the caller knows it (the scan), else read. A caller that reads only its status, settings and
-    counters passes `timing=False` and gets next_fire_at and last_fire_at as stored (for a schedule
-    on a wheel, no later than the real ones)."""
+def get(app_id: str, schedule_id: str, *, consistent: bool = False) -> Schedule | None:
+    """The Schedule as stored: its status, settings and counters are exact; next_fire_at and
+    last_fire_at are as stored (for a schedule on a wheel, no later than the real ones: get_timed
+    has those). Reads one item, never the due walk's mark."""
     try:
         row = M.get(app_id, schedule_id, consistent_read=consistent)
     except DoesNotExist:
         return None
-    if walked_to is None and timing and _walked(row):
+    return to_entity(row, None)
+
+
+def get_timed(
+    app_id: str, schedule_id: str, *, consistent: bool = False, walked_to: int | None = None
+) -> Schedule | None:
+    """The Schedule with the next fire the due walk left it, for a caller that dispatches it or
+    compares and sets its timing: how far the walk got is `walked_to` if the caller knows it (the
+    scan), else read from the mark (one more item, only for a schedule the walk moves)."""
+    try:
+        row = M.get(app_id, schedule_id, consistent_read=consistent)
+    except DoesNotExist:
+        return None
+    if walked_to is None and _walked(row):
         walked_to = due_mark().mark
     return to_entity(row, walked_to)
 
 
 def reload(schedule: Schedule) -> Schedule | None:
-    """The schedule read again, strongly consistent; None if it was deleted."""
-    return get(schedule.app_id, schedule.schedule_id, consistent=True)
+    """The schedule read again, strongly consistent, with its timing; None if it was deleted."""
+    return get_timed(schedule.app_id, schedule.schedule_id, consistent=True)
 
 
 def put_new(schedule: Schedule) -> None:

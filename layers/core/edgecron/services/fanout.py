@@ -140,7 +140,7 @@ def _schedule_window(app_id: str, schedule_id: str, until_ms: int) -> FanoutRepo
     created together advance a step each in turn, so no schedule's near fires wait behind another's
     whole window. A paused, deleted or already dispatched schedule ends the chain."""
     now = clock.now()
-    schedule = schedule_data.get(app_id, schedule_id, consistent=True)
+    schedule = schedule_data.get_timed(app_id, schedule_id, consistent=True)
     if schedule is None or not schedule.is_active or schedule.next_fire_at is None:
         return FanoutReport("skipped")
     horizon = min(until_ms, clock.to_ms(now) + get_settings().lookahead_ms)

@@ -227,7 +227,7 @@ def _dispatch_listed(
     for endpoint_id, run_id in zip(fire.endpoint_ids, fire.run_ids, strict=True):
         put_fire_run(schedule, fire_at_ms, endpoint_id, wake_at, now_ms, due_ms=due_ms, settles_fire=alone)
         messages.append(DeliveryMessage(run_id, schedule.app_id, due_ms=due_ms))
-    current = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True, timing=False)
+    current = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True)
     if (
         current is None
         or not current.is_active

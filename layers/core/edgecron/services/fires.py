@@ -43,7 +43,7 @@ def run_settled(run: TaskRun, status: str, now_ms: int, schedule: Schedule | Non
     if final is not None:  # the Fire's only run: its status is the Fire's, no read needed
         if stays_unwritten(run, final):
             if schedule is None:
-                schedule = schedule_data.get(run.app_id, run.source_id, timing=False)
+                schedule = schedule_data.get(run.app_id, run.source_id)
             if schedule is not None and schedule.cron is not None and not schedule.consecutive_failures:
                 return  # nothing to count and nothing to finish: the Fire reads as its run
         error = run.last_error if status in (st.FAILED, st.DEAD_LETTER) else None
@@ -72,7 +72,7 @@ def schedule_of(run: TaskRun) -> Schedule | None:
     each request, so no run of a schedule is sent once a pause or delete has returned."""
     if run.source_id is None:
         return None
-    return schedule_data.get(run.app_id, run.source_id, consistent=True, timing=False)
+    return schedule_data.get(run.app_id, run.source_id, consistent=True)
 
 
 def stopped(schedule: Schedule | None) -> bool:
@@ -214,7 +214,7 @@ def after_settle(
     """Count a settled Fire toward the schedule's consecutive failures (once per Fire); `schedule`
     is a copy the caller has just read."""
     if schedule is None:
-        schedule = schedule_data.get(fire.app_id, fire.schedule_id, timing=False)
+        schedule = schedule_data.get(fire.app_id, fire.schedule_id)
     if schedule is None:
         return
     failed = final == fire_data.FAILED

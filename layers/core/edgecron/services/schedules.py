@@ -125,7 +125,7 @@ def _overlap(policy: str | None) -> OverlapPolicy | None:
 
 
 def get(app_id: str, schedule_id: str) -> Schedule:
-    schedule = data.get(app_id, schedule_id, consistent=True)
+    schedule = data.get_timed(app_id, schedule_id, consistent=True)
     if schedule is None:
         raise NotFound(f"schedule {schedule_id} not found", "id")
     return schedule

@@ -592,7 +592,7 @@ def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
 
 
 def redispatch(fire: Fire, now_ms: int, report: ScheduleScanReport) -> None:
-    schedule = schedule_data.get(fire.app_id, fire.schedule_id, consistent=True)
+    schedule = schedule_data.get_timed(fire.app_id, fire.schedule_id, consistent=True)
     if schedule is None or not schedule.is_active:
         fires.cancel_fire(fire, now_ms, "schedule deleted or paused")
         return
@@ -682,7 +682,7 @@ def settle_late_fires(late: list[TaskRun], now: datetime, report: LateReport | N
     resend: list[TaskRun] = []
     for (app_id, schedule_id), fire_times in by_schedule.items():
         try:
-            schedule = schedule_data.get(app_id, schedule_id, consistent=True)
+            schedule = schedule_data.get_timed(app_id, schedule_id, consistent=True)
             fires_at = {t: fire_data.get(schedule_id, t) for t in sorted(fire_times)}
             runs_at = {
                 t: run_data.get_many(app_id, fire_data.run_ids_of(fire))

@@ -237,7 +237,7 @@ def put_cancelled(
         run_id=run_id,
         app_id=app_id,
         endpoint_id=endpoint_id,
-        source="schedule",
+        source=Source.SCHEDULE,
         source_id=schedule_id,
         payload=None,
         deliver_at_ms=fire_at,

@@ -35,6 +35,7 @@ from edgecron.domain import jitter
 from edgecron.domain import run_states as st
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
+from edgecron.domain.vocabulary import Source
 from edgecron.observability import FIRES, count, logger
 from edgecron.services import fire_turns, fires, quota, usage
 from edgecron.services.task_runs import enqueue_plan
@@ -79,7 +80,7 @@ def dispatch_fire(
     jitter_sec = int(schedule.jitter_sec or 0)
     due_at_ms = jitter.due_at_ms(schedule.schedule_id, fire_at_ms, jitter_sec, now_ms) if jitter_sec else None
     if not over_quota:  # billed before its Fire is written: a dispatch that dies bills too much, never 0
-        usage.record_trigger(schedule.app_id, "schedule", now_ms)
+        usage.record_trigger(schedule.app_id, Source.SCHEDULE, now_ms)
     fire, created = fire_data.create(
         schedule.schedule_id,
         fire_at_ms,
@@ -95,7 +96,7 @@ def dispatch_fire(
         waits_long=due_at_ms is not None and fires.waits_past_recent(fire_at_ms, due_at_ms),
     )
     if not created and not over_quota:  # the Fire was already written, and billed then
-        usage.take_back_trigger(schedule.app_id, "schedule", now_ms)
+        usage.take_back_trigger(schedule.app_id, Source.SCHEDULE, now_ms)
     if created and over_quota:  # not run, not billed, not retried; counts toward auto-pause
         fires.after_settle(fire, fire_data.FAILED, now_ms, error)
         return DispatchResult(fire, created, 0)
@@ -119,7 +120,7 @@ def trigger_fire(schedule: Schedule, now_ms: int) -> Fire | None:
     status, error = (fire_data.FAILED, QUOTA_EXCEEDED) if over_quota else (fire_data.SCHEDULED, None)
     fire_at_ms = now_ms
     if not over_quota:  # billed before its Fire is written, as a cron fire is
-        usage.record_trigger(schedule.app_id, "schedule", now_ms)
+        usage.record_trigger(schedule.app_id, Source.SCHEDULE, now_ms)
     while True:
         if fire_at_ms % 1000 == 0 or fire_at_ms == schedule.next_fire_at:
             fire_at_ms += 1
@@ -291,7 +292,7 @@ def put_fire_run(
         run_id=run_id_for(schedule.schedule_id, fire_at_ms, endpoint_id),
         app_id=schedule.app_id,
         endpoint_id=endpoint_id,
-        source="schedule",
+        source=Source.SCHEDULE,
         source_id=schedule.schedule_id,
         payload=schedule.payload,
         deliver_at_ms=fire_at_ms if due_ms is None else due_ms,

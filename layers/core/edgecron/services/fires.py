@@ -15,7 +15,7 @@ from edgecron.domain import run_states as st
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.task_runs import TaskRun
-from edgecron.domain.vocabulary import NotificationKind, OperationalEvent, ScheduleStatus
+from edgecron.domain.vocabulary import NotificationKind, OperationalEvent, ScheduleStatus, Source
 from edgecron.observability import AUTO_PAUSED, count, logger
 from edgecron.schemas.schedules import PAUSE_REASON_MAX
 from edgecron.services import fire_turns, operational_events
@@ -93,7 +93,7 @@ def run_final_again(run: TaskRun, now_ms: int) -> None:
     have died before settling its Fire (SQS redelivers what a failed invocation did not delete), so
     settle it now if every run is final. A broadcast Fire settles only once each run was counted:
     counting this one again could settle it while another is still running."""
-    if run.source != "schedule" or run.source_id is None or run.fire_at is None:
+    if run.source != Source.SCHEDULE or run.source_id is None or run.fire_at is None:
         return
     fire = fire_data.get(run.source_id, int(run.fire_at))
     if fire is None or fire.status not in fire_data.OPEN:
@@ -107,7 +107,7 @@ def run_waits_for_retry(run: TaskRun) -> None:
     """A schedule run's first attempt ended in a retry: its Fire, if bound to listed Endpoints,
     enters the open-fires index, so a pause finds it however long the retries take."""
     if (
-        run.source != "schedule"
+        run.source != Source.SCHEDULE
         or run.source_id is None
         or run.fire_at is None
         or int(run.total_attempts) != 1
@@ -128,7 +128,7 @@ def waits_past_recent(fire_at_ms: int, due_ms: int) -> bool:
 def run_held_until(run: TaskRun, due_ms: int) -> None:
     """Flow control left a schedule run waiting until `due_ms`: if that is long after its fire time,
     its Fire enters the open-fires index (as for a retry), so a pause finds it however long the wait."""
-    if run.source != "schedule" or run.source_id is None or run.fire_at is None:
+    if run.source != Source.SCHEDULE or run.source_id is None or run.fire_at is None:
         return
     if not waits_past_recent(int(run.fire_at), due_ms):
         return

@@ -32,7 +32,7 @@ from edgecron.domain.cron import CronError
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.task_runs import TaskRun
-from edgecron.domain.vocabulary import MissedPolicy
+from edgecron.domain.vocabulary import MissedPolicy, Source
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
 from edgecron.services import fire_dispatch, fires, operational_events, usage
 from edgecron.services.scan_work import Budget, Work, first_shard, item_failed, run_fairly
@@ -608,7 +608,7 @@ def is_late_first_delivery(run: TaskRun, now_ms: int) -> bool:
     message was lost (an outage, a purged queue): it follows the missed-fire policy, not a late run.
     Its due time is its fire time, or later with jitter (or for a Fire that waited for its turn)."""
     return (
-        run.source == "schedule"
+        run.source == Source.SCHEDULE
         and run.status == st.PENDING
         and int(run.total_attempts) == 0
         and not run.flow_held  # flow control holds it back: late by design, never lost

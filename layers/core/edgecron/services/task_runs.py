@@ -129,7 +129,7 @@ def cancel(app_id: str, run_id: str, now_ms: int) -> TaskRun:
             "status",
             code="NOT_CANCELLABLE",
         )
-    if cancelled.source == "schedule":
+    if cancelled.source == Source.SCHEDULE:
         fires.run_settled(cancelled, st.CANCELLED, now_ms)
     return cancelled
 

@@ -16,10 +16,10 @@ from botocore.exceptions import ClientError
 
 from edgecron import clock
 from edgecron.data.fires import run_id as run_id_for
-from edgecron.data.models import ScheduleModel
+from edgecron.data.models import FireModel, ScheduleModel
 from edgecron_cli.local.stack import REBUILD_EVENT
 from edgecron_testing.harness import call_api, delivery_message, invoke, sqs_event
-from edgecron_testing.inprocess import Pump, drain_queues, due_walk_left_at, queue
+from edgecron_testing.inprocess import Pump, TableCalls, drain_queues, due_walk_left_at, queue
 from edgecron_testing.receiver import Receiver, Reply
 from edgecron_testing.virtual_time import VirtualStack, sqs_on_clock
 from tests.integration.conftest import new_app
@@ -270,3 +270,31 @@ def test_an_auto_paused_schedule_keeps_the_failure_count_that_paused_it(receiver
 
 def _deliveries(run_ids: list[str], app_id: str) -> dict[str, Any]:
     return sqs_event([delivery_message(r, app_id) for r in run_ids], queue("DeliveryQueue").arn)
+
+
+@pytest.mark.parametrize("reply", [500, 200])
+def test_a_scheduled_delivery_reads_its_schedule_once_and_its_fire_at_most_once(
+    reply: int, receiver: Receiver
+) -> None:
+    """The worker reads the schedule right before the request and settles the Fire (and counts the
+    failure) from that copy and the run: one read of each item at most, failing or not."""
+    clock.set_clock(clock.FixedClock(at(0.5)))
+    t = Tenant(receiver, f"reads-{reply}")
+    policy = t.api("POST", "/v1/retry-policies", {"strategy": "fixed", "max_attempts": 1}).body["id"]
+    s = t.schedule(cron="*/10 * * * * *", retry_policy_id=policy)
+    receiver.script(t.path, Reply(reply))
+    clock.set_clock(clock.FixedClock(at(10)))
+    run_id = run_id_for(s["id"], clock.to_ms(at(10)), t.endpoint_id)
+    with (
+        TableCalls(ScheduleModel, "GetItem", t.app_id) as schedule_reads,
+        TableCalls(FireModel, "GetItem") as fire_reads,
+        TableCalls(FireModel, "Query") as fire_queries,
+    ):
+        invoke("worker", _deliveries([run_id], t.app_id))
+    assert len(receiver.received(t.path)) == 1
+    fire = t.api("GET", f"/v1/schedules/{s['id']}/fires", query={"limit": "5"}).body["data"]
+    assert {f["fire_time"]: f["status"] for f in fire}[iso(at(10))] == (
+        "FAILED" if reply == 500 else "COMPLETED"
+    )
+    assert schedule_reads.calls == 1
+    assert fire_reads.calls + fire_queries.calls <= 1

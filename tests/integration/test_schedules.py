@@ -18,10 +18,10 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
 from edgecron.services import fire_dispatch, schedules_scan
-from edgecron_testing.harness import call_api, invoke
+from edgecron_testing.harness import call_api, delivery_message, invoke, sqs_event
 from edgecron_testing.harness import new_endpoint as endpoint
 from edgecron_testing.harness import new_schedule as schedule
-from edgecron_testing.inprocess import app_of_run
+from edgecron_testing.inprocess import app_of_run, queue
 from edgecron_testing.metrics import emitted
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump, app_runs, new_app
@@ -83,7 +83,11 @@ def test_create_validates_strictly_and_stores_nothing(app_key: str, other_app_ke
 
 
 def test_get_shows_next_fire_time_and_preview_in_the_zone(app_key: str, fixed: clock.FixedClock) -> None:
-    s = schedule(app_key, cron="30 2 * * *", timezone="America/New_York", status="PAUSED")
+    paused = schedule(app_key, cron="30 2 * * *", timezone="America/New_York", status="PAUSED")
+    assert paused["next_fire_time"] is None  # a paused schedule has no fire to come
+    got = call_api("GET", f"/v1/schedules/{paused['id']}", key=app_key, query={"preview": "3"}).body
+    assert got["preview"] == []
+    s = schedule(app_key, cron="30 2 * * *", timezone="America/New_York")
     assert s["next_fire_time"] == "2026-06-02T06:30:00.000Z"  # 02:30 EDT
     got = call_api("GET", f"/v1/schedules/{s['id']}", key=app_key, query={"preview": "3"}).body
     assert got["preview"] == [
@@ -92,7 +96,7 @@ def test_get_shows_next_fire_time_and_preview_in_the_zone(app_key: str, fixed: c
         "2026-06-04T06:30:00.000Z",
     ]
     assert call_api("GET", f"/v1/schedules/{s['id']}", key=app_key, query={"preview": "21"}).status == 400
-    six = schedule(app_key, cron="15 0 12 * * *", status="PAUSED")  # seconds first
+    six = schedule(app_key, cron="15 0 12 * * *")  # seconds first
     assert six["next_fire_time"] == "2026-06-01T12:00:15.000Z"
 
 
@@ -217,17 +221,25 @@ def test_pause_after_lookahead_enqueue_cancels_the_runs(app_key: str, receiver: 
     assert pump_window(pump) >= 1  # the rest of the create's window
     assert len(fires_of(s["id"])) > 10  # dispatched ahead
     paused = call_api("POST", f"/v1/schedules/{s['id']}/pause", key=app_key)
-    assert paused.status == 200 and paused.body["status"] == "PAUSED" and paused.body["next_fire_time"]
+    paused_at = datetime.now(UTC)
+    assert (
+        paused.status == 200 and paused.body["status"] == "PAUSED" and paused.body["next_fire_time"] is None
+    )
     pump.deliveries(quiet_for=4)
     late = [r for r in receiver.received("/p") if r.at > start.timestamp() + 1]
     assert late == []
+    # the fires dispatched ahead wait for their time, when the worker's read of the schedule
+    # cancels their runs (a resume before then would let them go)
+    waiting = [f for f in fires_of(s["id"]) if f.status == "SCHEDULED"]
+    assert waiting and all(f.fire_at > clock.to_ms(paused_at) for f in waiting)
     statuses = {f.status for f in fires_of(s["id"])}
-    assert statuses <= {"CANCELLED", "COMPLETED"}
+    assert statuses <= {"CANCELLED", "COMPLETED", "SCHEDULED"}
+    assert "CANCELLED" in statuses  # those whose time came while it was paused
     history = call_api("GET", f"/v1/schedules/{s['id']}/fires", key=app_key, query={"limit": "5"}).body[
         "data"
     ]
     assert len(history) == 5 and history[0]["fire_time"] > history[-1]["fire_time"]
-    assert history[0]["status"] == "CANCELLED" and history[0]["runs"][0]["status"] == "cancelled"
+    assert history[0]["status"] == "SCHEDULED" and history[0]["runs"][0]["status"] == "pending"
     paged: list[str] = []
     cursor = None
     while True:  # the cursor walks the whole history once, newest first
@@ -251,8 +263,9 @@ def test_three_failed_fires_auto_pause_notify_and_resume_resets(
     receiver: Receiver, pump: Pump, fixed: clock.FixedClock
 ) -> None:
     """Fires two minutes apart, each dispatched by a scan at its fire time (the look-ahead reaches no
-    further) and delivered by the worker: the third failure pauses the schedule, which cancels the
-    fourth fire that scan had already dispatched ahead."""
+    further) and delivered by the worker: the third failure pauses the schedule; the fourth fire,
+    which that scan had already dispatched ahead, is cancelled at its time by the worker's read of
+    the paused schedule."""
     _, key = new_app("autopause")
     receiver.script("/fail", Reply(400))
     policy = call_api("POST", "/v1/retry-policies", key=key, body={"max_attempts": 1}).body["id"]
@@ -271,10 +284,15 @@ def test_three_failed_fires_auto_pause_notify_and_resume_resets(
     # newest first: the pause, after the endpoint's warning at the first failed run
     assert [n["kind"] for n in notes] == ["SCHEDULE_AUTO_PAUSED", "ENDPOINT_FAILING"]
     assert "nightly" in notes[0]["title"]
-    assert [f.status for f in fires_of(s["id"])] == ["FAILED"] * 3 + ["CANCELLED"]
+    assert [f.status for f in fires_of(s["id"])] == ["FAILED"] * 3 + ["SCHEDULED"]
     fixed.set(T0.replace(minute=6))
     invoke("scan", {"detail": {}})
-    assert pump.deliveries() == 0 and len(receiver.received("/fail")) == 3
+    fourth = fires_of(s["id"])[-1]
+    invoke(
+        "worker", sqs_event([delivery_message(fourth.run_ids[0], fourth.app_id)], queue("DeliveryQueue").arn)
+    )
+    assert len(receiver.received("/fail")) == 3
+    assert [f.status for f in fires_of(s["id"])] == ["FAILED"] * 3 + ["CANCELLED"]
     resumed = call_api("POST", f"/v1/schedules/{s['id']}/resume", key=key).body
     assert resumed["status"] == "ACTIVE" and resumed["consecutive_failures"] == 0
     again = call_api("POST", f"/v1/schedules/{s['id']}/resume", key=key).body
@@ -310,7 +328,7 @@ def test_schedule_isolation_between_apps(app_key: str, other_app_key: str) -> No
 
 
 def test_update_recomputes_timing_and_rejects_bad_changes(app_key: str, fixed: clock.FixedClock) -> None:
-    s = schedule(app_key, cron="0 0 * * *", status="PAUSED")
+    s = schedule(app_key, cron="0 0 * * *")
     patched = call_api(
         "PATCH",
         f"/v1/schedules/{s['id']}",

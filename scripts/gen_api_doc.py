@@ -51,6 +51,8 @@ def _limits() -> list[str]:
         f"- A request body is at most {MAX_BODY_BYTES // 1024} KiB (413 `PAYLOAD_TOO_LARGE`, field `body`) and",
         f"  nests at most {MAX_JSON_DEPTH} levels (400, the field is the top-level one, e.g. `payload`); a",
         f"  payload is at most {MAX_PAYLOAD_BYTES // 1024} KiB (413, field `payload`).",
+        "- A body is a JSON object: a list, a string, a number, `true`/`false` or `null` is a 400",
+        "  `PARAM_INVALID` with field `body` on every route, and nothing is stored or changed.",
         '- Types are strict: `true` is not the integer 1, and `"5"` or `5.0` is not the integer 5.',
         f"- Endpoint headers: at most {MAX_HEADERS} and {MAX_HEADER_BYTES} bytes together, names up to",
         f"  {MAX_HEADER_NAME} and values up to {MAX_HEADER_VALUE} characters. A name is an RFC 9110 token; a value",

@@ -99,8 +99,9 @@ def _gate(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Respo
 
 
 def _unreadable_body(app: APIGatewayHttpResolver) -> Response[str] | None:
-    """400 for a body that is not UTF-8 JSON or nests too deep, 413 for one too large: all checked
-    before any parser sees the body (Powertools' would fail on it with a 500)."""
+    """400 for a body that is not UTF-8 JSON, nests too deep or is not a JSON object, 413 for one too
+    large: all checked before any parser sees the body (Powertools' would fail on some with a 500, and
+    its validation takes a list for its first element)."""
     event = app.current_event
     if not event.body:
         return None
@@ -118,9 +119,11 @@ def _unreadable_body(app: APIGatewayHttpResolver) -> Response[str] | None:
     if too_deep is not None:
         return error_response(ParamInvalid(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", too_deep))
     try:
-        json.loads(text)
+        parsed = json.loads(text)
     except (UnicodeDecodeError, ValueError):
         return error_response(ParamInvalid("request body is not valid UTF-8 JSON", "body"))
+    if not isinstance(parsed, dict):
+        return error_response(ParamInvalid("request body must be a JSON object", "body"))
     return None
 
 

@@ -570,21 +570,25 @@ def test_replay_all_loops_while_has_more_with_the_filters(stub: tuple[StubApi, s
     api.on(
         "POST",
         "/v1/dead-letters/replay",
-        Reply(200, {"replayed": 2, "skipped": 0, "has_more": True}),
-        Reply(200, {"replayed": 1, "skipped": 0, "has_more": False}),
+        Reply(200, {"replayed": 2, "skipped": 0, "has_more": True, "next_cursor": "c1"}),
+        Reply(200, {"replayed": 0, "skipped": 0, "has_more": True, "next_cursor": "c2"}),
+        Reply(200, {"replayed": 1, "skipped": 0, "has_more": False, "next_cursor": None}),
     )
     result = run(cli, "dead-letters", "replay-all", "--error-kind", "http_5xx", "--batch", "2", "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"replayed": 3, "skipped": 0, "has_more": False, "calls": 2}
+    assert json.loads(result.stdout) == {"replayed": 3, "skipped": 0, "has_more": False, "calls": 3}
     calls = api.seen("POST", "/v1/dead-letters/replay")
-    assert len(calls) == 2
+    assert len(calls) == 3  # a call that replayed nothing but moved on is followed
     for call in calls:
         assert call.body["error_kind"] == "http_5xx" and call.body["limit"] == 2
         assert call.body["until"].endswith("Z")  # pinned to the start, so re-dead-lettered runs never loop
-    assert calls[0].body["until"] == calls[1].body["until"]
+    assert calls[0].body["until"] == calls[1].body["until"] == calls[2].body["until"]
+    assert [call.body.get("cursor") for call in calls] == [None, "c1", "c2"]
 
 
-def test_replay_all_stops_when_a_call_makes_no_progress(stub: tuple[StubApi, str], cli: CliRunner) -> None:
+def test_replay_all_stops_when_an_answer_has_nowhere_to_resume(
+    stub: tuple[StubApi, str], cli: CliRunner
+) -> None:
     api, _ = stub
     api.on("GET", "/v1/dead-letters", Reply(200, {"data": [{"id": "run_1"}], "next_cursor": None}))
     api.on("POST", "/v1/dead-letters/replay", Reply(200, {"replayed": 0, "skipped": 1, "has_more": True}))

@@ -2,7 +2,9 @@
 success rate and attempt latency percentiles over the last hour or day.
 
 Read from the App's runs (newest first, bounded) and the attempts of the most recent of them, so a
-request costs the same whatever the App's history; `truncated` says when the bound was reached."""
+request costs the same whatever the App's history; reading also stops at a deadline, so the answer
+leaves well inside the function's timeout however slow the reads are. `truncated` says when either
+bound was reached."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from edgecron.data import runs as run_data
 from edgecron.domain.vocabulary import RunStatus
 
 MAX_RUNS = 2000  # runs read per request, at most
+WORK_MS = 5_000  # reads stop after this long (see api.context.bulk_deadline)
 LATENCY_RUNS = 50  # runs whose attempts give the latency percentiles
 PAGE = 100
 
@@ -93,11 +96,14 @@ def summarize(
     }
 
 
-def _recent_runs(app_id: str, since_ms: int, now_ms: int) -> tuple[list[RunPoint], bool]:
-    """The App's runs created since `since_ms`, newest first, at most MAX_RUNS (and whether more exist)."""
+def _recent_runs(app_id: str, since_ms: int, now_ms: int, deadline: float) -> tuple[list[RunPoint], bool]:
+    """The App's runs created since `since_ms`, newest first, at most MAX_RUNS and what was read by
+    `deadline` (`clock.monotonic()`), and whether more may exist."""
     points: list[RunPoint] = []
     cursor: dict[str, Any] | None = None
     while True:
+        if clock.monotonic() >= deadline:
+            return points, True
         page = run_data.list_page(app_id, PAGE, cursor, now_ms)
         for run in page.items:
             if int(run.created_at) < since_ms:
@@ -111,16 +117,19 @@ def _recent_runs(app_id: str, since_ms: int, now_ms: int) -> tuple[list[RunPoint
         cursor = page.last_key
 
 
-def _latencies(app_id: str, runs: Sequence[RunPoint], since_ms: int) -> list[int]:
+def _latencies(app_id: str, runs: Sequence[RunPoint], since_ms: int, deadline: float) -> list[int]:
     values: list[int] = []
     for run in [r for r in runs if r.finished_ms is not None][:LATENCY_RUNS]:
+        if clock.monotonic() >= deadline:
+            break
         page = attempt_data.list_page(app_id, run.run_id, PAGE, None)
         values.extend(int(a.latency_ms) for a in page.items if int(a.started_at) >= since_ms)
     return values
 
 
-def delivery_stats(app_id: str, window: Window, now_ms: int) -> dict[str, Any]:
-    """The statistics of `window` up to `now_ms` for one App."""
+def delivery_stats(app_id: str, window: Window, now_ms: int, deadline: float | None = None) -> dict[str, Any]:
+    """The statistics of `window` up to `now_ms` for one App, read until `deadline` at the latest."""
     since = now_ms - WINDOW_MS[window] - BUCKET_MS[window]
-    runs, truncated = _recent_runs(app_id, since, now_ms)
-    return summarize(window, now_ms, runs, _latencies(app_id, runs, since), truncated)
+    stop = clock.monotonic() + WORK_MS / 1000 if deadline is None else deadline
+    runs, truncated = _recent_runs(app_id, since, now_ms, stop)
+    return summarize(window, now_ms, runs, _latencies(app_id, runs, since, stop), truncated)

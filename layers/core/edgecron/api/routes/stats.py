@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel
 
 from edgecron import clock
-from edgecron.api.context import current_app_id
+from edgecron.api.context import bulk_deadline, current_app_id
 from edgecron.api.responses import docs, json_response
 from edgecron.services import stats as service
 from edgecron.services.stats import Window
@@ -52,4 +52,7 @@ class DeliveryStats(BaseModel):
 def delivery_stats(
     window: Annotated[Window, Query(description="hour (1-minute buckets) or day (15-minute)")] = Window.HOUR,
 ) -> Response[str]:
-    return json_response(200, service.delivery_stats(current_app_id(), window, clock.to_ms(clock.now())))
+    deadline = bulk_deadline(service.WORK_MS)
+    return json_response(
+        200, service.delivery_stats(current_app_id(), window, clock.to_ms(clock.now()), deadline)
+    )

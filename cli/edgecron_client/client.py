@@ -115,6 +115,12 @@ class Apps(_Resource):
         path = f"/v1/apps/{app_id}/quota"
         return cast(App, self._t.request("PUT", path, body={"monthly_quota": monthly_quota}, send_body=True))
 
+    def set_rate_limit(self, app_id: str, requests_per_sec: int | None) -> Json:
+        """The App's request rate (429 with Retry-After beyond it); `None` clears it."""
+        path = f"/v1/apps/{app_id}/rate-limit"
+        body = {"requests_per_sec": requests_per_sec}
+        return cast(Json, self._t.request("PUT", path, body=body, send_body=True))
+
 
 class Endpoints(_Listing[Endpoint]):
     path = "/v1/endpoints"

@@ -21,6 +21,7 @@ EP = {"url": "http://127.0.0.1:9/a"}
 VALID: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/apps"): {"name": "wrapped"},
     ("PUT", "/v1/apps/{app_id}/quota"): {"monthly_quota": 5},
+    ("PUT", "/v1/apps/{app_id}/rate-limit"): {"requests_per_sec": 50},
     ("POST", "/v1/endpoints"): EP,
     ("PATCH", "/v1/endpoints/{endpoint_id}"): {"active": False},
     ("POST", "/v1/endpoints/{endpoint_id}/recover"): {"since": "2020-01-01T00:00:00Z"},

@@ -259,6 +259,23 @@ def test_set_quota_sends_null_for_unlimited(stub: tuple[StubApi, str]) -> None:
     assert seen.body == {"monthly_quota": None}
 
 
+def test_set_rate_limit_sends_the_rate_or_null(stub: tuple[StubApi, str]) -> None:
+    api, url = stub
+    api.on(
+        "PUT",
+        "/v1/apps/app_1/rate-limit",
+        Reply(200, {"app_id": "app_1", "requests_per_sec": 20}),
+        Reply(200, {"app_id": "app_1", "requests_per_sec": None}),
+    )
+    apps = Client(url, ADMIN).apps
+    assert apps.set_rate_limit("app_1", 20) == {"app_id": "app_1", "requests_per_sec": 20}
+    apps.set_rate_limit("app_1", None)
+    assert [seen.body for seen in api.seen("PUT", "/v1/apps/app_1/rate-limit")] == [
+        {"requests_per_sec": 20},
+        {"requests_per_sec": None},
+    ]
+
+
 # -- the commands ---------------------------------------------------------------------------------------
 
 
@@ -478,6 +495,11 @@ def test_apps_use_the_admin_key_and_show_the_api_key_once(stub: tuple[StubApi, s
 def test_set_quota_needs_a_quota_or_unlimited(cli: CliRunner) -> None:
     assert run(cli, "apps", "set-quota", "app_1").exit_code == 2
     assert run(cli, "apps", "set-quota", "app_1", "5", "--unlimited").exit_code == 2
+
+
+def test_set_rate_limit_needs_a_rate_or_clear(cli: CliRunner) -> None:
+    assert run(cli, "apps", "set-rate-limit", "app_1").exit_code == 2
+    assert run(cli, "apps", "set-rate-limit", "app_1", "5", "--clear").exit_code == 2
 
 
 def run_state(status: str, attempts: int = 0) -> Reply:

@@ -12,6 +12,7 @@ second ends (at most one share each)."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from edgecron.data import apps as app_data
@@ -30,6 +31,7 @@ class _Share:
 
 
 _shares: dict[str, _Share] = {}  # App id -> this container's share of the current second
+_lock = threading.Lock()  # the local stack's containers share this module, on threads
 
 
 def rate_of(app_id: str) -> int | None:
@@ -40,6 +42,11 @@ def rate_of(app_id: str) -> int | None:
 
 def admit(app_id: str, now_ms: int) -> int | None:
     """None if the App may make one more request now; else the seconds until it may (Retry-After)."""
+    with _lock:
+        return _admit(app_id, now_ms)
+
+
+def _admit(app_id: str, now_ms: int) -> int | None:
     second = now_ms // 1000
     if len(_shares) > MAX_REMEMBERED:
         _shares.clear()

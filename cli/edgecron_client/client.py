@@ -115,6 +115,12 @@ class Apps(_Resource):
         path = f"/v1/apps/{app_id}/quota"
         return cast(App, self._t.request("PUT", path, body={"monthly_quota": monthly_quota}, send_body=True))
 
+    def set_rate_limit(self, app_id: str, requests_per_sec: int | None) -> Json:
+        """The App's request rate (429 with Retry-After beyond it); `None` clears it."""
+        path = f"/v1/apps/{app_id}/rate-limit"
+        body = {"requests_per_sec": requests_per_sec}
+        return cast(Json, self._t.request("PUT", path, body=body, send_body=True))
+
 
 class Endpoints(_Listing[Endpoint]):
     path = "/v1/endpoints"
@@ -135,10 +141,13 @@ class Endpoints(_Listing[Endpoint]):
     def rotate_secret(self, endpoint_id: str) -> Endpoint:
         return cast(Endpoint, self._post(f"{self.path}/{endpoint_id}/rotate-secret"))
 
-    def recover(self, endpoint_id: str, since: str, until: str | None = None) -> RecoverResult:
+    def recover(
+        self, endpoint_id: str, since: str, until: str | None = None, cursor: str | None = None
+    ) -> RecoverResult:
         """Re-send the Endpoint's runs that ended failed or dead_letter in [since, until] (RFC 3339),
-        at most 1000 per call: call again while `has_more`."""
-        body = drop_none({"since": since, "until": until})
+        at most 1000 per call and a few seconds of work: call again with `cursor` set to the
+        answer's `next_cursor` while `has_more`."""
+        body = drop_none({"since": since, "until": until, "cursor": cursor})
         return cast(RecoverResult, self._post(f"{self.path}/{endpoint_id}/recover", body))
 
 
@@ -278,7 +287,8 @@ class DeadLetters(_Listing[TaskRun]):
         return cast(TaskRun, self._post(f"{self.path}/{run_id}/replay"))
 
     def replay_bulk(self, filters: Json) -> ReplayResult:
-        """One bulk call (up to filters["limit"] runs); repeat while `has_more`."""
+        """One bulk call (up to filters["limit"] runs and a few seconds of work); repeat with
+        filters["cursor"] set to the answer's `next_cursor` while `has_more`."""
         return cast(ReplayResult, self._post(f"{self.path}/replay", drop_none(filters)))
 
 

@@ -174,12 +174,14 @@ class Attempt(TypedDict, total=False):
 class RecoverResult(TypedDict, total=False):
     recovered: int
     has_more: bool
+    next_cursor: str | None
 
 
 class ReplayResult(TypedDict, total=False):
     replayed: int
     skipped: int
     has_more: bool
+    next_cursor: str | None
 
 
 class Notification(TypedDict, total=False):

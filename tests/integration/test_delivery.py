@@ -261,7 +261,12 @@ def test_bulk_replay_by_filter(app_key: str, receiver: Receiver, pump: Pump) -> 
         key=app_key,
         body={"endpoint_id": ep["id"], "error_kind": "http_5xx"},
     )
-    assert resp.status == 200 and resp.body == {"replayed": 3, "skipped": 0, "has_more": False}
+    assert resp.status == 200 and resp.body == {
+        "replayed": 3,
+        "skipped": 0,
+        "has_more": False,
+        "next_cursor": None,
+    }
     pump.deliveries(quiet_for=1.0)
     assert get_run(app_key, other_run["id"])["status"] == "dead_letter"
     assert {get_run(app_key, r["id"])["series"] for r in runs} == {2}

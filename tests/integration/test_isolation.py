@@ -100,7 +100,7 @@ def test_list_filters_and_bulk_replay_never_cross_apps(pump: Pump) -> None:
         resp = call_api("GET", path, key=key_b, query=query)
         assert resp.status == 200 and resp.body["data"] == [], (path, resp.body)
     replay = call_api("POST", "/v1/dead-letters/replay", key=key_b, body={"endpoint_id": ids["endpoint_id"]})
-    assert replay.body == {"replayed": 0, "skipped": 0, "has_more": False}
+    assert replay.body == {"replayed": 0, "skipped": 0, "has_more": False, "next_cursor": None}
     assert call_api("GET", f"/v1/task-runs/{ids['run_id']}", key=key_a).body["status"] == "dead_letter"
     usage_b = call_api("GET", "/v1/usage", key=key_b).body
     assert usage_b["total"] == 0

@@ -54,9 +54,11 @@ def test_failed_and_dead_lettered_runs_of_the_window_are_sent_again_once(
 
     answer = recover(key, ep, since="2026-12-01T08:59:00Z", until="2026-12-01T09:30:00Z")
     assert answer.status == 200, answer.body
-    assert answer.body == {"recovered": 2, "has_more": False}
+    assert answer.body == {"recovered": 2, "has_more": False, "next_cursor": None}
     again = recover(key, ep, since="2026-12-01T08:59:00Z", until="2026-12-01T09:30:00Z")
-    assert again.body == {"recovered": 0, "has_more": False}, "a second call re-sends nothing new"
+    assert again.body == {"recovered": 0, "has_more": False, "next_cursor": None}, (
+        "a second call re-sends nothing new"
+    )
     pump.deliveries()
 
     status = {
@@ -76,7 +78,11 @@ def test_recover_without_until_takes_everything_since(receiver: Receiver, pump: 
     receiver.script("/in", Reply(500), Reply(200))
     ep = endpoint(key, receiver.url("/in"))
     run(key, ep, pump)
-    assert recover(key, ep, since="2026-12-01T09:00:00Z").body == {"recovered": 1, "has_more": False}
+    assert recover(key, ep, since="2026-12-01T09:00:00Z").body == {
+        "recovered": 1,
+        "has_more": False,
+        "next_cursor": None,
+    }
 
 
 @pytest.mark.parametrize(

@@ -259,6 +259,23 @@ def test_set_quota_sends_null_for_unlimited(stub: tuple[StubApi, str]) -> None:
     assert seen.body == {"monthly_quota": None}
 
 
+def test_set_rate_limit_sends_the_rate_or_null(stub: tuple[StubApi, str]) -> None:
+    api, url = stub
+    api.on(
+        "PUT",
+        "/v1/apps/app_1/rate-limit",
+        Reply(200, {"app_id": "app_1", "requests_per_sec": 20}),
+        Reply(200, {"app_id": "app_1", "requests_per_sec": None}),
+    )
+    apps = Client(url, ADMIN).apps
+    assert apps.set_rate_limit("app_1", 20) == {"app_id": "app_1", "requests_per_sec": 20}
+    apps.set_rate_limit("app_1", None)
+    assert [seen.body for seen in api.seen("PUT", "/v1/apps/app_1/rate-limit")] == [
+        {"requests_per_sec": 20},
+        {"requests_per_sec": None},
+    ]
+
+
 # -- the commands ---------------------------------------------------------------------------------------
 
 
@@ -480,6 +497,11 @@ def test_set_quota_needs_a_quota_or_unlimited(cli: CliRunner) -> None:
     assert run(cli, "apps", "set-quota", "app_1", "5", "--unlimited").exit_code == 2
 
 
+def test_set_rate_limit_needs_a_rate_or_clear(cli: CliRunner) -> None:
+    assert run(cli, "apps", "set-rate-limit", "app_1").exit_code == 2
+    assert run(cli, "apps", "set-rate-limit", "app_1", "5", "--clear").exit_code == 2
+
+
 def run_state(status: str, attempts: int = 0) -> Reply:
     return Reply(200, {"id": "run_1", "status": status, "attempt_count": attempts, "next_retry_at": None})
 
@@ -570,21 +592,25 @@ def test_replay_all_loops_while_has_more_with_the_filters(stub: tuple[StubApi, s
     api.on(
         "POST",
         "/v1/dead-letters/replay",
-        Reply(200, {"replayed": 2, "skipped": 0, "has_more": True}),
-        Reply(200, {"replayed": 1, "skipped": 0, "has_more": False}),
+        Reply(200, {"replayed": 2, "skipped": 0, "has_more": True, "next_cursor": "c1"}),
+        Reply(200, {"replayed": 0, "skipped": 0, "has_more": True, "next_cursor": "c2"}),
+        Reply(200, {"replayed": 1, "skipped": 0, "has_more": False, "next_cursor": None}),
     )
     result = run(cli, "dead-letters", "replay-all", "--error-kind", "http_5xx", "--batch", "2", "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"replayed": 3, "skipped": 0, "has_more": False, "calls": 2}
+    assert json.loads(result.stdout) == {"replayed": 3, "skipped": 0, "has_more": False, "calls": 3}
     calls = api.seen("POST", "/v1/dead-letters/replay")
-    assert len(calls) == 2
+    assert len(calls) == 3  # a call that replayed nothing but moved on is followed
     for call in calls:
         assert call.body["error_kind"] == "http_5xx" and call.body["limit"] == 2
         assert call.body["until"].endswith("Z")  # pinned to the start, so re-dead-lettered runs never loop
-    assert calls[0].body["until"] == calls[1].body["until"]
+    assert calls[0].body["until"] == calls[1].body["until"] == calls[2].body["until"]
+    assert [call.body.get("cursor") for call in calls] == [None, "c1", "c2"]
 
 
-def test_replay_all_stops_when_a_call_makes_no_progress(stub: tuple[StubApi, str], cli: CliRunner) -> None:
+def test_replay_all_stops_when_an_answer_has_nowhere_to_resume(
+    stub: tuple[StubApi, str], cli: CliRunner
+) -> None:
     api, _ = stub
     api.on("GET", "/v1/dead-letters", Reply(200, {"data": [{"id": "run_1"}], "next_cursor": None}))
     api.on("POST", "/v1/dead-letters/replay", Reply(200, {"replayed": 0, "skipped": 1, "has_more": True}))

@@ -47,3 +47,22 @@ def set_quota(
     if (quota is None) == (not unlimited):
         raise typer.BadParameter("give either QUOTA or --unlimited", param_hint="QUOTA")
     show_one(client(admin=True).apps.set_quota(app_id, quota), FIELDS, json_flag=json_flag)
+
+
+RATE_FIELDS: list[output.Column] = [
+    ("app_id", "app_id"),
+    ("requests_per_sec", lambda r: r.get("requests_per_sec") or "none (the stage's throttle only)"),
+]
+
+
+@app.command("set-rate-limit")
+def set_rate_limit(
+    app_id: Annotated[str, typer.Argument(help="The App's id (app_...).")],
+    rate: Annotated[int | None, typer.Argument(min=1, help="Requests per second.")] = None,
+    clear: Annotated[bool, typer.Option("--clear", help="Remove the App's own rate.")] = False,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Set or clear an App's request rate (beyond it the API answers 429 with Retry-After)."""
+    if (rate is None) == (not clear):
+        raise typer.BadParameter("give either RATE or --clear", param_hint="RATE")
+    show_one(client(admin=True).apps.set_rate_limit(app_id, rate), RATE_FIELDS, json_flag=json_flag)

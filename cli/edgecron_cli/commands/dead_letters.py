@@ -78,13 +78,15 @@ def count_dead_letters(api: Client, filters: dict[str, Any]) -> int:
 def replay_all_matching(
     api: Client, filters: dict[str, Any], batch: int, progress: Progress | None = None
 ) -> dict[str, Any]:
-    """Call the bulk replay while it says has_more; stop early if a call makes no progress."""
+    """Call the bulk replay while it says has_more, each call resuming at the previous one's
+    next_cursor (a call may replay nothing yet move on: it read only dead letters that do not match)."""
     task = (
         progress.add_task("replaying", total=count_dead_letters(api, filters) or None) if progress else None
     )
     totals: dict[str, Any] = {"replayed": 0, "skipped": 0, "has_more": False, "calls": 0}
+    cursor: str | None = None
     while True:
-        result = api.dead_letters.replay_bulk({**filters, "limit": batch})
+        result = api.dead_letters.replay_bulk({**filters, "limit": batch, "cursor": cursor})
         totals["calls"] += 1
         totals["replayed"] += int(result.get("replayed", 0))
         totals["skipped"] += int(result.get("skipped", 0))
@@ -93,7 +95,8 @@ def replay_all_matching(
             done = totals["replayed"] + totals["skipped"]
             total = progress.tasks[task].total
             progress.update(task, completed=done, total=max(total or 0, done) or None)
-        if not totals["has_more"] or int(result.get("replayed", 0)) == 0:
+        cursor = result.get("next_cursor")
+        if not totals["has_more"] or not cursor:
             return totals
 
 

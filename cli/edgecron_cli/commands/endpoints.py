@@ -238,11 +238,13 @@ def recover(
     api = client()
     until = until or datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     total = {"recovered": 0, "calls": 0}
+    cursor: str | None = None
     while True:
-        result = api.endpoints.recover(endpoint_id, since, until)
+        result = api.endpoints.recover(endpoint_id, since, until, cursor)
         total["calls"] += 1
         total["recovered"] += int(result.get("recovered", 0))
-        if not result.get("has_more") or not result.get("recovered"):
+        cursor = result.get("next_cursor")
+        if not result.get("has_more") or not cursor:
             break
     if want_json(json_flag):
         output.print_json(total)

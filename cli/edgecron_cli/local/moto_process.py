@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
@@ -362,10 +363,16 @@ class MotoProcess:
     if it exits on its own, `on_exit` is told its status."""
 
     def __init__(
-        self, aws_port: int, *, verbose: bool = False, on_exit: Callable[[int], None] | None = None
+        self,
+        aws_port: int,
+        *,
+        verbose: bool = False,
+        on_exit: Callable[[int], None] | None = None,
+        journal: str | None = None,
     ) -> None:
         self._aws_port = aws_port
         self._verbose = verbose
+        self._journal = journal
         self._on_exit = on_exit
         self._directory = ""
         self._process: subprocess.Popen[bytes] | None = None
@@ -389,6 +396,8 @@ class MotoProcess:
         self._directory = tempfile.mkdtemp(prefix="edgecron-moto-")  # mode 0700: this user's only
         path = os.path.join(self._directory, SOCKET_NAME)
         command = [sys.executable, "-m", MODULE, "--aws-port", str(self._aws_port), "--socket", path]
+        if self._journal:
+            command += ["--journal", self._journal]
         self._process = subprocess.Popen(
             [*command, *(["--verbose"] if self._verbose else [])],
             stdin=subprocess.PIPE,
@@ -505,6 +514,17 @@ class MotoProcess:
     def import_kms_key(self, key_id: str, material: bytes, description: str) -> None:
         self.connections.call("import_kms_key", key_id, material, description)
 
+    def replay_journal(self) -> int:
+        """Apply the journal's segments from before this start (journal.py); the number of item images."""
+        applied: int = self.connections.call("replay_journal")
+        return applied
+
+    def rotate_journal(self) -> int | None:
+        """Start a new journal segment; its number (the older ones may go once a snapshot is written),
+        or None without a journal."""
+        number: int | None = self.connections.call("rotate_journal")
+        return number
+
 
 # moto's end --------------------------------------------------------------------------------------------
 
@@ -552,8 +572,17 @@ def _is_moto_error(exc: Exception) -> bool:
 
 def _moto_calls(gate: Any) -> dict[str, Callable[..., Any]]:
     """What the stack may ask moto's process: AWS calls (under the gate), the queue wait, the change
-    count, the snapshot reads and writes, the KMS key export and import."""
-    from edgecron_cli.local import moto_server
+    count, the snapshot reads and writes, the journal's replay and rotation, the KMS key export and
+    import."""
+    from edgecron_cli.local import journal, moto_server
+
+    def replay_journal() -> int:
+        if gate.journal is None:
+            return 0
+        return moto_server.apply_images(journal.read_images(gate.journal.directory, gate.journal.number))
+
+    def rotate_journal() -> int | None:
+        return None if gate.journal is None else int(gate.journal.rotate())
 
     route_cache: dict[str, list[Any]] = {}
     route_lock = threading.Lock()
@@ -570,7 +599,11 @@ def _moto_calls(gate: Any) -> dict[str, Callable[..., Any]]:
         if handler is None:
             return None  # the stack sends it over HTTP
         answer: moto_server.Answer = gate.call(
-            target, operation, lambda: moto_server.answer(handler, method, url, headers, body)
+            target,
+            operation,
+            lambda: moto_server.answer(handler, method, url, headers, body),
+            body,
+            lambda answered: answered[0],
         )
         return answer
 
@@ -584,11 +617,14 @@ def _moto_calls(gate: Any) -> dict[str, Callable[..., Any]]:
         "put_items": moto_server.put_items,
         "kms_key_material": moto_server.kms_key_material,
         "import_kms_key": moto_server.import_kms_key,
+        "replay_journal": replay_journal,
+        "rotate_journal": rotate_journal,
     }
 
 
-def serve(aws_port: int, socket_path: str, verbose: bool) -> int:
-    """moto's process: moto's HTTP server on `aws_port`, the socket at `socket_path`, until stdin closes.
+def serve(aws_port: int, socket_path: str, verbose: bool, journal_dir: str | None = None) -> int:
+    """moto's process: moto's HTTP server on `aws_port`, the socket at `socket_path`, until stdin closes;
+    DynamoDB's writes are journaled in `journal_dir` if given (journal.py).
 
     Ctrl-C and SIGTERM are left to the stack, which still needs moto for its last snapshot before it
     closes this process's stdin; a stack killed outright closes it too.
@@ -602,10 +638,16 @@ def serve(aws_port: int, socket_path: str, verbose: bool) -> int:
     log.propagate = False
     ready = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything else printed goes to stderr, beside the stack's messages
+    from edgecron_cli.local.journal import FSYNC_VARIABLE, Journal
     from edgecron_cli.local.moto_server import start_moto
 
     try:
-        server = start_moto(aws_port)
+        journal = (
+            Journal(Path(journal_dir), fsync=os.environ.get(FSYNC_VARIABLE, "") in ("1", "true"))
+            if journal_dir
+            else None
+        )
+        server = start_moto(aws_port, journal)
         _, port = server.get_host_and_port()
         listener = _Server(socket_path, _moto_calls(server.gate))
     except OSError as exc:
@@ -630,8 +672,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--aws-port", type=int, required=True)
     parser.add_argument("--socket", required=True)
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--journal", help="the directory of the journal of DynamoDB's writes")
     args = parser.parse_args(argv)
-    return serve(args.aws_port, args.socket, args.verbose)
+    return serve(args.aws_port, args.socket, args.verbose, args.journal)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import errno
+import io
+import json
 import logging
 import os
 import re
@@ -28,6 +30,7 @@ from werkzeug.serving import make_server
 
 from edgecron_cli.local import moto_patches, moto_speedups, moto_transactions
 from edgecron_cli.local.intrinsics import ACCOUNT_ID, REGION
+from edgecron_cli.local.journal import DYNAMODB_PREFIX, WRITE_ACTIONS, Journal, items_written
 
 log = logging.getLogger("edgecron_cli.local")
 
@@ -68,26 +71,94 @@ _T = TypeVar("_T")
 
 
 class MotoGate:
-    """What every call to moto goes through, over HTTP or the stack's socket: change counting and atomicity.
+    """What every call to moto goes through, over HTTP or the stack's socket: change counting, atomicity
+    and the journal.
 
     DynamoDB applies each conditional write atomically; moto does not within one call, so two workers
     claiming the same run at once could both win. So moto answers one call at a time, except
     ReceiveMessage: a long poll must not hold the others up (and SQS may deliver a message twice anyway).
+    A DynamoDB write that succeeded is in the journal (journal.py), if there is one, before it is answered.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, journal: Journal | None = None) -> None:
         self.changes = ChangeCounter()
+        self.journal = journal
         self._atomic = threading.Lock()
 
-    def call(self, target: str, operation: str, answer: Callable[[], _T]) -> _T:
-        """Run `answer` (moto handling one request) under the rules; `target` is the X-Amz-Target header."""
+    def call(
+        self,
+        target: str,
+        operation: str,
+        answer: Callable[[], _T],
+        body: bytes | None = None,
+        status: Callable[[_T], int] | None = None,
+    ) -> _T:
+        """Run `answer` (moto handling one request) under the rules; `target` is the X-Amz-Target header,
+        `body` the request's and `status` reads the answer's HTTP status (for the journal)."""
         for prefix in _STATEFUL_TARGETS:
             if target.startswith(prefix) and not target[len(prefix) :].startswith(_READ_ACTIONS):
                 self.changes.bump()
         if operation == "ReceiveMessage":
             return answer()
         with self._atomic:
-            return answer()
+            result = answer()
+            action = target[len(DYNAMODB_PREFIX) :] if target.startswith(DYNAMODB_PREFIX) else ""
+            journaled = self.journal is not None and body is not None and action in WRITE_ACTIONS
+            if journaled and (status is None or status(result) == 200):
+                self._journal(action, body or b"")
+            return result
+
+    def _journal(self, action: str, body: bytes) -> None:
+        """Append the images of the items the write changed; a failure here is the call's failure (its
+        change is applied, but would not survive a crash, so it must not be acknowledged)."""
+        assert self.journal is not None
+        try:
+            written = items_written(action, json.loads(body), _key_names)
+            self.journal.append([(table, key, item_image(table, key)) for table, key in written])
+        except Exception:
+            log.exception("the journal could not record a %s: the call fails", action)
+            raise
+
+
+def _key_names(table_name: str) -> list[str]:
+    table = dynamodb_backends[ACCOUNT_ID][REGION].get_table(table_name)
+    return [name for name in (table.hash_key_attr, table.range_key_attr) if name is not None]
+
+
+def item_image(table_name: str, key: dict[str, Any]) -> dict[str, Any] | None:
+    """The item with this key (DynamoDB JSON) as moto holds it, in DynamoDB JSON; None if there is none."""
+    table = dynamodb_backends[ACCOUNT_ID][REGION].get_table(table_name)
+    hash_value = DynamoType(key[table.hash_key_attr])
+    range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+    partition = table.items.get(hash_value)
+    if partition is None:
+        return None
+    item: Any = partition.get(range_value) if range_value is not None else partition
+    if item is None:
+        return None
+    return {name: plain_dynamo_json(value) for name, value in item.attrs.items()}
+
+
+def apply_images(images: list[tuple[str, dict[str, Any], dict[str, Any] | None]]) -> int:
+    """Put back (or delete) each item as the journal saw it last, in order, straight into moto's backend;
+    the number applied (images of tables the template no longer has are skipped)."""
+    backend = dynamodb_backends[ACCOUNT_ID][REGION]
+    applied = 0
+    skipped: set[str] = set()
+    for table_name, key, item in images:
+        if table_name not in backend.tables:
+            skipped.add(table_name)
+            continue
+        if item is not None:
+            backend.put_item(table_name, item)
+        else:
+            table = backend.get_table(table_name)
+            range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+            table.delete_item(DynamoType(key[table.hash_key_attr]), range_value)
+        applied += 1
+    for table_name in sorted(skipped):
+        log.warning("journal: table %s is no longer in the template; its writes are dropped", table_name)
+    return applied
 
 
 class _WriteTracker:
@@ -101,7 +172,24 @@ class _WriteTracker:
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
         query = str(environ.get("QUERY_STRING", ""))
         operation = target.rpartition(".")[2] if target else _query_action(query)
-        return self._gate.call(target, operation, lambda: list(self._app(environ, start_response)))
+        if not (target.startswith(DYNAMODB_PREFIX) and operation in WRITE_ACTIONS):
+            return self._gate.call(target, operation, lambda: list(self._app(environ, start_response)))
+        length = int(environ.get("CONTENT_LENGTH") or 0)  # a write: its body goes to the journal too
+        body = environ["wsgi.input"].read(length) if length > 0 else b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        answered: list[int] = []
+
+        def start(status: str, headers: Any, exc_info: Any = None) -> Any:
+            answered.append(int(status.split()[0]))
+            return start_response(status, headers, exc_info)
+
+        return self._gate.call(
+            target,
+            operation,
+            lambda: list(self._app(environ, start)),
+            body,
+            lambda _: answered[0] if answered else 500,
+        )
 
 
 def _query_action(query: str) -> str:
@@ -168,9 +256,9 @@ def _bytes(body: Any) -> bytes:
 class LocalMotoServer(ThreadedMotoServer):
     """ThreadedMotoServer with the gate in front of moto's WSGI app."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, journal: Journal | None = None) -> None:
         super().__init__(ip_address=HOST, port=port, verbose=False)
-        self.gate = MotoGate()
+        self.gate = MotoGate(journal)
         self.changes = self.gate.changes
 
     def _server_entry(self) -> None:
@@ -197,13 +285,14 @@ class LocalMotoServer(ThreadedMotoServer):
         return f"http://{host}:{port}"
 
 
-def start_moto(port: int = DEFAULT_AWS_PORT) -> LocalMotoServer:
-    """Start moto on 127.0.0.1:`port` (0 picks a free port) with the emulator's work-arounds; its
-    per-request log lines are silenced. moto's process (moto_process.py) runs it."""
+def start_moto(port: int = DEFAULT_AWS_PORT, journal: Journal | None = None) -> LocalMotoServer:
+    """Start moto on 127.0.0.1:`port` (0 picks a free port) with the emulator's work-arounds, writing
+    DynamoDB's changes to `journal` if given; its per-request log lines are silenced. moto's process
+    (moto_process.py) runs it."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     moto_speedups.install()
     moto_transactions.install()
-    server = LocalMotoServer(port)
+    server = LocalMotoServer(port, journal)
     server.start()
     if not server.listening:
         raise OSError(errno.EADDRINUSE, "address in use")

@@ -1,7 +1,9 @@
 """Persist the local stack's state across restarts: DynamoDB items, secrets, KMS keys, custom resource ids.
 
 DynamoDB is EdgeCron's source of truth, so it is all that is kept: queue messages are not, and the scan
-rebuilds them from the tables after a restore.
+rebuilds them from the tables after a restore. The snapshot is written every few seconds; the journal
+(journal.py) holds every DynamoDB write since, so a start restores the snapshot and then replays the
+journal, and each snapshot compacts the journal (`save`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from edgecron_cli.local import journal
 from edgecron_cli.local.moto_process import MotoCallError, MotoProcess
 from edgecron_cli.local.provision import Provisioned, kms_alias_name
 from edgecron_cli.local.template import Template
@@ -115,3 +118,26 @@ def restore_tables(provisioned: Provisioned, snapshot: Snapshot, moto: MotoProce
             if not exc.refused:
                 raise
             log.warning("snapshot: items of %s could not be restored: %s", logical_id, exc)
+
+
+def save(
+    path: Path,
+    journal_dir: Path,
+    provisioned: Provisioned,
+    custom_resources: dict[str, dict[str, Any]],
+    moto: MotoProcess,
+) -> None:
+    """Write a snapshot and compact the journal into it: a new journal segment starts first, so the
+    segments before it hold only writes the snapshot (read after) holds too; they go once it is on disk."""
+    segment = moto.rotate_journal()
+    write_snapshot(path, take_snapshot(provisioned, custom_resources, moto))
+    if segment is not None:
+        journal.discard_before(journal_dir, segment)
+
+
+def replay_journal(moto: MotoProcess) -> int:
+    """Apply the writes journaled since the last snapshot (after `restore_tables`); how many items."""
+    applied = moto.replay_journal()
+    if applied:
+        log.info("replayed %d journaled writes", applied)
+    return applied

@@ -22,7 +22,7 @@ from typing import Any
 
 import boto3
 
-from edgecron_cli.local import fidelity, ttl
+from edgecron_cli.local import fidelity, journal, ttl
 from edgecron_cli.local.consumers_process import ConsumersProcess, Setup, container_for, install_iam
 from edgecron_cli.local.event_sources import ScheduleSource
 from edgecron_cli.local.gateway import CFN_RESPONSE_PATH, Gateway
@@ -35,10 +35,10 @@ from edgecron_cli.local.provision import DEFAULT_PREFIX, AwsClients, Provisioned
 from edgecron_cli.local.snapshot import (
     Snapshot,
     read_snapshot,
+    replay_journal,
     restore_kms_keys,
     restore_tables,
-    take_snapshot,
-    write_snapshot,
+    save,
 )
 from edgecron_cli.local.template import Function, Template, load_template
 
@@ -46,6 +46,7 @@ log = logging.getLogger("edgecron_cli.local")
 
 TEMPLATE_NAME = "template.yaml"
 STATE_FILE = "state.json"
+JOURNAL_DIR = journal.DIRECTORY  # beside it: the writes since the last snapshot
 LOCAL_FILE = "local.json"
 DENIALS_FILE = "iam-denials.jsonl"  # one JSON line per call IAM refused (tests fail on any)
 SNAPSHOT_INTERVAL_SEC = 5.0
@@ -88,6 +89,7 @@ class LocalStack:
         self.options = options
         self.stop_requested = threading.Event()
         self._state_path = options.state_dir / STATE_FILE
+        self._journal_dir = options.state_dir / JOURNAL_DIR
         self._moto: MotoProcess | None = None
         self._moto_lost = threading.Event()
         self._consumers: ConsumersProcess | None = None
@@ -141,7 +143,12 @@ class LocalStack:
         if not template_path.is_file():
             raise StartupError(f"{template_path} does not exist; pass --root")
         template = load_template(template_path)
-        self._moto = MotoProcess(options.aws_port, verbose=options.verbose, on_exit=self._on_moto_exit)
+        self._moto = MotoProcess(
+            options.aws_port,
+            verbose=options.verbose,
+            on_exit=self._on_moto_exit,
+            journal=str(self._journal_dir),
+        )
         try:
             self._moto.start()
         except OSError as exc:
@@ -178,6 +185,8 @@ class LocalStack:
             restore_tables(provisioned, snapshot, self._moto)
             self._custom_resources = dict(snapshot.custom_resources)
             log.info("restored %d items from %s", snapshot.item_count, self._state_path)
+        replay_journal(self._moto)
+        self._save()  # before any handler runs: the KMS keys and secrets they will use are on disk
 
         environment = handler_environment(endpoint, _all_function_variables(provisioned), options.verbose)
         os.environ.update(environment)
@@ -370,7 +379,7 @@ class LocalStack:
 
     def _save(self) -> None:
         assert self._provisioned is not None and self._moto is not None
-        write_snapshot(self._state_path, take_snapshot(self._provisioned, self._custom_resources, self._moto))
+        save(self._state_path, self._journal_dir, self._provisioned, self._custom_resources, self._moto)
 
     def _shutdown(self, save: bool) -> None:
         self.stop_requested.set()

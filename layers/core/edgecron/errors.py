@@ -61,6 +61,11 @@ class QuotaExceeded(ApiError):
     code = "QUOTA_EXCEEDED"
 
 
+class RateLimited(ApiError):
+    status = 429
+    code = "RATE_LIMITED"
+
+
 class StoredItemUnreadable(ApiError):
     """A stored item this release cannot map to its entity (an attribute missing, or a value it does
     not know, as a newer release may write before a rollback). Not the caller's doing: a 500 that

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
+from edgecron import clock
 from edgecron.domain.vocabulary import KeyRole
 from edgecron.errors import Unauthorized
 
 _app_id: ContextVar[str | None] = ContextVar("edgecron_app_id", default=None)
 _admin: ContextVar[bool] = ContextVar("edgecron_admin", default=False)
 _time_left_ms: ContextVar[int | None] = ContextVar("edgecron_time_left_ms", default=None)
+_started: ContextVar[float | None] = ContextVar("edgecron_request_started", default=None)
 #: Lambda's largest function timeout: no invocation runs longer, whatever its configuration.
 MAX_INVOCATION_MS = 900_000
 
@@ -37,6 +39,7 @@ def current_app_id() -> str:
 
 def set_time_left(ms: int | None) -> None:
     _time_left_ms.set(ms)
+    _started.set(clock.monotonic())
 
 
 def time_left_ms() -> int:
@@ -44,3 +47,12 @@ def time_left_ms() -> int:
     (its context counts down from it); without a context, Lambda's maximum."""
     ms = _time_left_ms.get()
     return MAX_INVOCATION_MS if ms is None else ms
+
+
+def bulk_deadline(work_ms: int) -> float:
+    """The `clock.monotonic()` time by which a bulk route stops starting new work: `work_ms` after the
+    request started, and never later than a third of the time the invocation had left, so the answer
+    leaves well inside the function's timeout whatever is stored."""
+    started = _started.get()
+    started = clock.monotonic() if started is None else started
+    return started + min(work_ms, time_left_ms() / 3) / 1000

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from edgecron.api.pagination import encode_cursor
 from edgecron.clock import iso_ms
 from edgecron.domain.apps import App
 from edgecron.domain.attempts import Attempt
@@ -159,7 +160,12 @@ def attempt_out(a: Attempt) -> AttemptOut:
 
 
 def replay_result(result: Any) -> ReplayResult:
-    return ReplayResult(replayed=result.replayed, skipped=result.skipped, has_more=result.has_more)
+    return ReplayResult(
+        replayed=result.replayed,
+        skipped=result.skipped,
+        has_more=result.has_more,
+        next_cursor=encode_cursor(result.next_key),
+    )
 
 
 def schedule_out(v: ScheduleView) -> ScheduleOut:
@@ -280,4 +286,6 @@ def event_detail(event: Any, matched: int, deliveries: Sequence[Any], next_curso
 
 
 def recover_result(result: Any) -> RecoverResult:
-    return RecoverResult(recovered=result.recovered, has_more=result.has_more)
+    return RecoverResult(
+        recovered=result.recovered, has_more=result.has_more, next_cursor=encode_cursor(result.next_key)
+    )

@@ -24,8 +24,11 @@ def encode_cursor(last_key: dict[str, Any] | None) -> str | None:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str | None, hash_key_name: str, hash_key_value: str) -> dict[str, Any] | None:
-    """Decode and check the cursor belongs to this query (the caller's App), else 400."""
+def decode_cursor(
+    cursor: str | None, hash_key_name: str, hash_key_value: str | tuple[str, ...]
+) -> dict[str, Any] | None:
+    """Decode and check the cursor belongs to this query (the caller's App: `hash_key_value`, or one
+    of them), else 400."""
     if not cursor:
         return None
     try:
@@ -41,6 +44,7 @@ def decode_cursor(cursor: str | None, hash_key_name: str, hash_key_value: str) -
         for v in key.values()
     ):
         raise ParamInvalid("cursor is not valid", "cursor")
-    if key.get(hash_key_name) != {"S": hash_key_value}:
+    allowed = (hash_key_value,) if isinstance(hash_key_value, str) else hash_key_value
+    if key.get(hash_key_name) not in [{"S": value} for value in allowed]:
         raise ParamInvalid("cursor is not valid", "cursor")
     return key

@@ -5,6 +5,7 @@ from __future__ import annotations
 import binascii
 import json
 import re
+from contextvars import ContextVar
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
@@ -12,7 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, SecurityScheme
 from pydantic import ValidationError
 
-from edgecron import __version__
+from edgecron import __version__, clock
 from edgecron.api.context import set_app_id, set_time_left
 from edgecron.api.links import add_links
 from edgecron.api.responses import error_response, json_response
@@ -25,12 +26,14 @@ from edgecron.errors import (
     NotFound,
     ParamInvalid,
     PayloadTooLarge,
+    RateLimited,
     StoredItemUnreadable,
     Unauthorized,
 )
 from edgecron.observability import STORED_ITEMS_UNREADABLE, count, logger
 from edgecron.schemas.common import MAX_BODY_BYTES, MAX_JSON_DEPTH
 from edgecron.services import apps as app_service
+from edgecron.services import rate_limits as rate_service
 
 ROUTERS = [
     apps.router,
@@ -86,7 +89,26 @@ def _refusal(app: APIGatewayHttpResolver) -> Response[str] | None:
             return _unreadable_body(app)
         return unauthorized
     set_app_id(app_id)
-    return _unreadable_body(app)
+    limited = _rate_limited(app, app_id)
+    return limited if limited is not None else _unreadable_body(app)
+
+
+_admitted: ContextVar[object | None] = ContextVar("edgecron_admitted_event", default=None)
+
+
+def _rate_limited(app: APIGatewayHttpResolver, app_id: str) -> Response[str] | None:
+    """429 with Retry-After when the App is over its request rate (services/rate_limits.py). A
+    request is counted once, however many ways out of its route ask `_refusal`."""
+    event = app.current_event.raw_event
+    if _admitted.get() is event:
+        return None
+    _admitted.set(event)
+    retry_after = rate_service.admit(app_id, clock.to_ms(clock.now()))
+    if retry_after is None:
+        return None
+    response = error_response(RateLimited("the App is over its request rate; retry after the delay"))
+    response.headers["Retry-After"] = str(retry_after)
+    return response
 
 
 def _gate(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[str]:
@@ -101,8 +123,9 @@ def _gate(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Respo
 
 
 def _unreadable_body(app: APIGatewayHttpResolver) -> Response[str] | None:
-    """400 for a body that is not UTF-8 JSON or nests too deep, 413 for one too large: all checked
-    before any parser sees the body (Powertools' would fail on it with a 500)."""
+    """400 for a body that is not UTF-8 JSON, nests too deep or is not a JSON object, 413 for one too
+    large: all checked before any parser sees the body (Powertools' would fail on some with a 500, and
+    its validation takes a list for its first element)."""
     event = app.current_event
     if not event.body:
         return None
@@ -120,9 +143,11 @@ def _unreadable_body(app: APIGatewayHttpResolver) -> Response[str] | None:
     if too_deep is not None:
         return error_response(ParamInvalid(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", too_deep))
     try:
-        json.loads(text)
+        parsed = json.loads(text)
     except (UnicodeDecodeError, ValueError):
         return error_response(ParamInvalid("request body is not valid UTF-8 JSON", "body"))
+    if not isinstance(parsed, dict):
+        return error_response(ParamInvalid("request body must be a JSON object", "body"))
     return None
 
 

@@ -26,11 +26,13 @@ def hash_key(key: str) -> str:
 
 def to_entity(row: AppModel) -> App:
     quota = row.monthly_quota
+    rate = row.requests_per_sec
     return App(
         app_id=row.app_id,
         name=row.name,
         created_at=int(row.created_at),
         monthly_quota=int(quota) if quota is not None else None,
+        requests_per_sec=int(rate) if rate is not None else None,
         operational_subscriptions=frozenset(row.operational_subscriptions or ()),
     )
 
@@ -108,6 +110,19 @@ def set_quota(app_id: str, monthly_quota: int | None) -> App | None:
     )
     changed = update_if(row, [action], AppModel.app_id.exists())
     _QUOTAS.forget(app_id)  # this container's quota checks see the change at once
+    return to_entity(row) if changed else None
+
+
+def set_rate_limit(app_id: str, requests_per_sec: int | None) -> App | None:
+    """Set or clear (back to the default) the App's request rate; None when there is no such App."""
+    row = AppModel(app_id=app_id)
+    action = (
+        AppModel.requests_per_sec.set(requests_per_sec)
+        if requests_per_sec is not None
+        else AppModel.requests_per_sec.remove()
+    )
+    changed = update_if(row, [action], AppModel.app_id.exists())
+    _QUOTAS.forget(app_id)  # this container's rate checks see the change at once
     return to_entity(row) if changed else None
 
 

@@ -49,6 +49,7 @@ class AppModel(Model):
     app_id = UnicodeAttribute(hash_key=True)
     name = UnicodeAttribute()
     monthly_quota = NumberAttribute(null=True)
+    requests_per_sec = NumberAttribute(null=True)  # the App's request rate; None = the default
     created_at = NumberAttribute()
     operational_subscriptions = ListAttribute[str](of=UnicodeAttribute, null=True)  # type: ignore[arg-type]
 
@@ -467,3 +468,6 @@ class IdempotencyModel(Model):
     created_at = NumberAttribute()
     lease_until = NumberAttribute(null=True)  # in progress: ms after which a retry takes it over
     expires_at = NumberAttribute()
+    # an App's request-rate window ("rate#<app_id>#<second>"), not a key: requests granted so far
+    # (data/rate_limits.py); such an item has no request_hash, status or created_at
+    granted = NumberAttribute(null=True)

@@ -35,7 +35,7 @@ from edgecron.data.keys import (
     time_window,
 )
 from edgecron.data.models import TaskRunModel
-from edgecron.data.paging import Page, query_page
+from edgecron.data.paging import Page, query_page, query_pages
 from edgecron.domain import run_states as st
 from edgecron.domain.attempts import Attempt
 from edgecron.domain.expiry import is_alive
@@ -628,25 +628,89 @@ def replay(
     return _update(run, actions, M.status.is_in(*from_statuses))
 
 
-def ended_badly(
-    app_id: str, endpoint_id: str, since_ms: int, until_ms: int | None, now_ms: int, limit: int
-) -> tuple[list[TaskRun], bool]:
-    """Up to `limit` runs of the Endpoint that became dead letters or failed in the window (oldest
-    first), and whether more remain; read from both partitions of the `dead_letters` index."""
-    found: list[TaskRun] = []
-    more = False
-    for partition in (app_id, app_id + FAILED_PARTITION):
-        result = M.dead_letters.query(
+DeadLetterItems = list[tuple[TaskRun | None, dict[str, Any]]]
+
+
+def _with_resume_keys(rows: Iterable[TaskRunModel]) -> DeadLetterItems:
+    """Each row of a `dead_letters` index page as (run, the index key that resumes right after it);
+    a row that does not map is (None, its key), so a walk can still move past it."""
+    out: DeadLetterItems = []
+    for row in rows:
+        key = {
+            "app_part": {"S": row.app_part},
+            "run_id": {"S": row.run_id},
+            "dl_app_id": {"S": row.dl_app_id},
+            "dead_key": {"S": row.dead_key},
+        }
+        out.append((next(iter(_entities([row])), None), key))
+    return out
+
+
+def ended_badly_pages(
+    app_id: str,
+    endpoint_id: str,
+    since_ms: int,
+    until_ms: int | None,
+    now_ms: int,
+    cursor: dict[str, Any] | None,
+    page_size: int,
+) -> Iterator[Page[tuple[TaskRun | None, dict[str, Any]]]]:
+    """The Endpoint's runs that became dead letters or failed in the window, oldest first, one index
+    page (at most `page_size` entries read) at a time: the dead letters' partition of the
+    `dead_letters` index, then the failed runs'. Each run comes with the key that resumes after it; a
+    page's `last_key` (its partition's) resumes right after the page; None after the last page of
+    the failed runs."""
+    partitions = [app_id, app_id + FAILED_PARTITION]
+    if cursor is not None and cursor.get("dl_app_id") == {"S": partitions[1]}:
+        partitions = partitions[1:]
+    for partition in partitions:
+        pages = query_pages(
+            M,
             partition,
+            cursor
+            if cursor is not None and len(cursor) > 1 and cursor.get("dl_app_id") == {"S": partition}
+            else None,
+            page_size,
+            index=M.dead_letters,
             range_key_condition=time_window(M.dead_key, since_ms, until_ms),
             filter_condition=alive(M, now_ms) & (M.endpoint_id == endpoint_id) & M.status.is_in(*RECOVERABLE),
         )
-        for run in result:
-            if len(found) == limit:
-                more = True
-                break
-            found.append(to_entity(run))
-    return found, more
+        for page in pages:
+            last = page.last_key
+            if last is None and partition != partitions[-1]:
+                last = {"dl_app_id": {"S": partitions[-1]}}  # the failed runs' partition, from its start
+            yield Page(_with_resume_keys(page.items), last)
+
+
+def dead_letter_pages(
+    app_id: str,
+    cursor: dict[str, Any] | None,
+    page_size: int,
+    now_ms: int,
+    *,
+    endpoint_id: str | None = None,
+    since_ms: int | None = None,
+    until_ms: int | None = None,
+    error_kind: str | None = None,
+) -> Iterator[Page[tuple[TaskRun | None, dict[str, Any]]]]:
+    """The App's dead letters matching the filters, oldest first, one index page (at most
+    `page_size` entries read) at a time, each with the key that resumes after it; a page's
+    `last_key` resumes right after the page."""
+    cond = alive(M, now_ms)
+    if endpoint_id:
+        cond &= M.endpoint_id == endpoint_id
+    if error_kind:
+        cond &= M.last_error_kind == error_kind
+    for page in query_pages(
+        M,
+        app_id,
+        cursor,
+        page_size,
+        index=M.dead_letters,
+        range_key_condition=time_window(M.dead_key, since_ms, until_ms),
+        filter_condition=cond,
+    ):
+        yield Page(_with_resume_keys(page.items), page.last_key)
 
 
 def wake_due(shard: str, until_ms: int | None, unreadable: Unreadable = left_out) -> Iterator[TaskRun]:

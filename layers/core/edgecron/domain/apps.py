@@ -11,5 +11,6 @@ class App:
     name: str
     created_at: int
     monthly_quota: int | None = None
+    requests_per_sec: int | None = None  # None: the default rate (services/rate_limits.py)
     # the operational events some Endpoint of the App subscribes to (kept by Endpoint writes)
     operational_subscriptions: frozenset[str] = frozenset()

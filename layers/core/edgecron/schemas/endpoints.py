@@ -194,8 +194,12 @@ class EndpointPage(Page[EndpointOut]):
 class RecoverRequest(Strict):
     since: Rfc3339 = Field(description="re-send runs that ended failed or dead_letter at or after this time")
     until: Rfc3339 | None = Field(default=None, description="... and at or before this one (default: now)")
+    cursor: str | None = Field(
+        default=None, max_length=2048, description="next_cursor of the previous call: resume after it"
+    )
 
 
 class RecoverResult(BaseModel):
     recovered: int = Field(description="runs re-sent by this call, each as a new attempt series")
-    has_more: bool = Field(description="more runs match: call again")
+    has_more: bool = Field(description="more runs may match: call again with next_cursor")
+    next_cursor: str | None = Field(default=None, description="where the next call resumes")

@@ -78,9 +78,13 @@ class DeadLetterFilter(Strict):
     until: Rfc3339 | None = None
     error_kind: Annotated[ErrorKind, FromText] | None = None
     limit: int = Field(default=100, ge=1, le=1000, description="at most this many runs per call")
+    cursor: str | None = Field(
+        default=None, max_length=2048, description="next_cursor of the previous call: resume after it"
+    )
 
 
 class ReplayResult(BaseModel):
     replayed: int
     skipped: int
-    has_more: bool
+    has_more: bool = Field(description="more dead letters may match: call again with next_cursor")
+    next_cursor: str | None = Field(default=None, description="where the next call resumes")

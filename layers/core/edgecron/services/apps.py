@@ -40,6 +40,14 @@ def set_quota(app_id: str, monthly_quota: int | None) -> App:
     return app
 
 
+def set_rate_limit(app_id: str, requests_per_sec: int | None) -> App:
+    """Set the App's request rate, or clear it (None)."""
+    app = data.set_rate_limit(app_id, requests_per_sec)
+    if app is None:
+        raise NotFound(f"app {app_id} not found", "app_id")
+    return app
+
+
 def usage_of(app_id: str, month: str | None, now_ms: int) -> tuple[str, dict[str, int], int | None]:
     """(month, counts by kind and total, the App's monthly quota) for `month`, default this one."""
     month = month or usage.month_of(now_ms)

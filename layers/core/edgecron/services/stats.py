@@ -2,7 +2,9 @@
 success rate and attempt latency percentiles over the last hour or day.
 
 Read from the App's runs (newest first, bounded) and the attempts of the most recent of them, so a
-request costs the same whatever the App's history; `truncated` says when the bound was reached."""
+request costs the same whatever the App's history; reading also stops at a deadline, so the answer
+leaves well inside the function's timeout however slow the reads are. `truncated` says when either
+bound was reached."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from edgecron.domain.vocabulary import RunStatus
 from edgecron.ids import ms_of
 
 MAX_RUNS = 2000  # runs read per request, at most
+WORK_MS = 5_000  # reads stop after this long (see api.context.bulk_deadline)
 LATENCY_RUNS = 50  # runs whose attempts give the latency percentiles
 PAGE = 100
 
@@ -95,14 +98,17 @@ def summarize(
 
 
 def _recent_runs(
-    app_id: str, since_ms: int, now_ms: int, endpoint_id: str | None = None
+    app_id: str, since_ms: int, now_ms: int, deadline: float, endpoint_id: str | None = None
 ) -> tuple[list[RunPoint], bool]:
     """The App's runs (of one Endpoint, when given) created since `since_ms`, newest first, at most
-    MAX_RUNS (and whether more exist). Run ids are time-ordered, so a filtered walk stops as soon as
-    the runs it has read are older than the window, even when none of them matched."""
+    MAX_RUNS and what was read by `deadline` (`clock.monotonic()`), and whether more may exist. Run
+    ids are time-ordered, so a filtered walk stops as soon as the runs it has read are older than the
+    window, even when none of them matched."""
     points: list[RunPoint] = []
     cursor: dict[str, Any] | None = None
     while True:
+        if clock.monotonic() >= deadline:
+            return points, True
         page = run_data.list_page(app_id, PAGE, cursor, now_ms, endpoint_id=endpoint_id)
         for run in page.items:
             if int(run.created_at) < since_ms:
@@ -119,18 +125,26 @@ def _recent_runs(
         cursor = page.last_key
 
 
-def _latencies(app_id: str, runs: Sequence[RunPoint], since_ms: int) -> list[int]:
+def _latencies(app_id: str, runs: Sequence[RunPoint], since_ms: int, deadline: float) -> list[int]:
     values: list[int] = []
     for run in [r for r in runs if r.finished_ms is not None][:LATENCY_RUNS]:
+        if clock.monotonic() >= deadline:
+            break
         page = attempt_data.list_page(app_id, run.run_id, PAGE, None)
         values.extend(int(a.latency_ms) for a in page.items if int(a.started_at) >= since_ms)
     return values
 
 
 def delivery_stats(
-    app_id: str, window: Window, now_ms: int, endpoint_id: str | None = None
+    app_id: str,
+    window: Window,
+    now_ms: int,
+    endpoint_id: str | None = None,
+    deadline: float | None = None,
 ) -> dict[str, Any]:
-    """The statistics of `window` up to `now_ms` for one App, or for one of its Endpoints."""
+    """The statistics of `window` up to `now_ms` for one App, or for one of its Endpoints, read
+    until `deadline` at the latest."""
     since = now_ms - WINDOW_MS[window] - BUCKET_MS[window]
-    runs, truncated = _recent_runs(app_id, since, now_ms, endpoint_id)
-    return summarize(window, now_ms, runs, _latencies(app_id, runs, since), truncated)
+    stop = clock.monotonic() + WORK_MS / 1000 if deadline is None else deadline
+    runs, truncated = _recent_runs(app_id, since, now_ms, stop, endpoint_id)
+    return summarize(window, now_ms, runs, _latencies(app_id, runs, since, stop), truncated)

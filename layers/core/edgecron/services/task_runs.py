@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -161,6 +162,13 @@ class BulkReplay:
     replayed: int
     skipped: int
     has_more: bool
+    next_key: dict[str, Any] | None = None
+
+
+BULK_PAGE = (
+    1000  # index entries read per page of a bulk route (filtered-out ones count; a page is 1 MB at most)
+)
+BULK_WORK_MS = 5_000  # a bulk call stops starting pages after this long (see api.context.bulk_deadline)
 
 
 def dead_letters(
@@ -178,11 +186,62 @@ def dead_letters(
     )
 
 
-def replay_bulk(app_id: str, filters: DeadLetterFilter, now_ms: int) -> BulkReplay:
-    """Replay up to `limit` matching dead letters; call again while has_more is true."""
-    page = dead_letters(app_id, filters, filters.limit, None, now_ms)
-    replayed = sum(1 for run in page.items if _replay(run, now_ms) is not None)
-    return BulkReplay(replayed, len(page.items) - replayed, page.last_key is not None)
+def _replay_pages(
+    pages: Iterator[Page[tuple[TaskRun | None, dict[str, Any]]]],
+    limit: int,
+    deadline: float,
+    now_ms: int,
+    from_statuses: tuple[str, ...],
+) -> tuple[int, int, dict[str, Any] | None, bool]:
+    """Replay the runs of `pages` in order, each page's messages sent together, until `limit` runs
+    were handled, the pages end, or `deadline` (`clock.monotonic()`) passes; (replayed, skipped,
+    where to resume, whether more may remain). The deadline is checked before each run and each page
+    read, so a call outlives it by one write or one read at most."""
+    replayed = skipped = 0
+    resume: dict[str, Any] | None = None
+    _, wake_at = enqueue_plan(now_ms, now_ms)
+    for page in pages:
+        sent: list[TaskRun] = []
+        stopped = False
+        for run, key in page.items:
+            if replayed + skipped + len(sent) >= limit or clock.monotonic() >= deadline:
+                stopped = True
+                break
+            if run is not None and data.replay(run, now_ms, wake_at, from_statuses=from_statuses):
+                sent.append(run)
+            elif run is not None:
+                skipped += 1
+            resume = key
+        if sent:
+            send_deliveries([DeliveryMessage(run.run_id, run.app_id) for run in sent])
+        replayed += len(sent)
+        if stopped:
+            return replayed, skipped, resume, True
+        resume = page.last_key
+        if resume is None:
+            return replayed, skipped, None, False
+        if replayed + skipped >= limit or clock.monotonic() >= deadline:
+            return replayed, skipped, resume, True
+    return replayed, skipped, resume, resume is not None
+
+
+def replay_bulk(
+    app_id: str, filters: DeadLetterFilter, now_ms: int, cursor: dict[str, Any] | None, deadline: float
+) -> BulkReplay:
+    """Replay up to `limit` matching dead letters, oldest first, reading at most a few index pages
+    (stopping at `deadline`); call again with `next_key` while has_more is true."""
+    pages = data.dead_letter_pages(
+        app_id,
+        cursor,
+        BULK_PAGE,
+        now_ms,
+        endpoint_id=filters.endpoint_id,
+        since_ms=clock.to_ms(filters.since) if filters.since else None,
+        until_ms=clock.to_ms(filters.until) if filters.until else None,
+        error_kind=filters.error_kind,
+    )
+    replayed, skipped, resume, more = _replay_pages(pages, filters.limit, deadline, now_ms, (st.DEAD_LETTER,))
+    return BulkReplay(replayed, skipped, more, resume if more else None)
 
 
 RECOVER_MAX = 1000  # runs re-sent per call; call again while has_more
@@ -192,12 +251,27 @@ RECOVER_MAX = 1000  # runs re-sent per call; call again while has_more
 class Recovered:
     recovered: int
     has_more: bool
+    next_key: dict[str, Any] | None = None
 
 
-def recover(app_id: str, endpoint_id: str, since_ms: int, until_ms: int | None, now_ms: int) -> Recovered:
+def recover_partitions(app_id: str) -> tuple[str, ...]:
+    """What a recover cursor of the App may name as its `dl_app_id`."""
+    return (app_id, app_id + data.FAILED_PARTITION)
+
+
+def recover(
+    app_id: str,
+    endpoint_id: str,
+    since_ms: int,
+    until_ms: int | None,
+    now_ms: int,
+    cursor: dict[str, Any] | None = None,
+    deadline: float | None = None,
+) -> Recovered:
     """Re-send every run of the Endpoint that ended failed or dead_letter in the window, each as a new
-    attempt series (its history stays). A re-sent run is pending again, so a second call while it
-    waits finds nothing new to send."""
+    attempt series (its history stays), up to RECOVER_MAX runs and until `deadline` per call; call
+    again with `next_key` while has_more is true. A re-sent run is pending again, so a second call
+    while it waits finds nothing new to send."""
     endpoint = endpoint_data.get(app_id, endpoint_id, consistent=True)
     if endpoint is None:
         raise NotFound(f"endpoint {endpoint_id} not found", "id")
@@ -205,6 +279,7 @@ def recover(app_id: str, endpoint_id: str, since_ms: int, until_ms: int | None, 
         raise Conflict(f"endpoint {endpoint_id} is inactive: enable it before recovering its runs", "id")
     if until_ms is not None and until_ms < since_ms:
         raise ParamInvalid("until must not be before since", "until")
-    runs, more = data.ended_badly(app_id, endpoint_id, since_ms, until_ms, now_ms, RECOVER_MAX)
-    recovered = sum(1 for run in runs if _replay(run, now_ms, data.RECOVERABLE) is not None)
-    return Recovered(recovered, more)
+    pages = data.ended_badly_pages(app_id, endpoint_id, since_ms, until_ms, now_ms, cursor, BULK_PAGE)
+    stop = clock.monotonic() + BULK_WORK_MS / 1000 if deadline is None else deadline
+    recovered, _, resume, more = _replay_pages(pages, RECOVER_MAX, stop, now_ms, data.RECOVERABLE)
+    return Recovered(recovered, more, resume if more else None)

@@ -7,7 +7,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from edgecron import clock
 from edgecron.api import mappers
-from edgecron.api.context import current_app_id
+from edgecron.api.context import bulk_deadline, current_app_id
 from edgecron.api.idempotency import IdempotencyKey, run_once
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor
 from edgecron.api.responses import docs
@@ -100,16 +100,21 @@ def rotate_secret(endpoint_id: str) -> EndpointWithSecret:
     description="Every run of the Endpoint that ended failed or dead_letter between since and until is "
     "sent again as a new attempt series (its earlier attempts stay in its history). Idempotent: a run "
     "re-sent is pending again, so a second call while it waits re-sends nothing new. At most 1000 runs "
-    "per call; call again while has_more is true.",
+    "per call, and a call stops early when it has worked for a few seconds, so it answers well inside "
+    "the function's timeout whatever is stored; call again with `cursor` set to `next_cursor` while "
+    "has_more is true.",
     tags=TAGS,
     responses=docs(200, RecoverResult, 404, 409),
 )
 def recover(endpoint_id: str, body: RecoverRequest) -> RecoverResult:
+    app_id = current_app_id()
     result = run_service.recover(
-        current_app_id(),
+        app_id,
         endpoint_id,
         clock.to_ms(body.since),
         clock.to_ms(body.until) if body.until else None,
         clock.to_ms(clock.now()),
+        decode_cursor(body.cursor, "dl_app_id", run_service.recover_partitions(app_id)),
+        bulk_deadline(run_service.BULK_WORK_MS),
     )
     return mappers.recover_result(result)

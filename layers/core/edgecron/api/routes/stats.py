@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel
 
 from edgecron import clock
-from edgecron.api.context import current_app_id
+from edgecron.api.context import bulk_deadline, current_app_id
 from edgecron.api.responses import docs, json_response
 from edgecron.schemas.common import Id
 from edgecron.services import stats as service
@@ -54,5 +54,6 @@ def delivery_stats(
     window: Annotated[Window, Query(description="hour (1-minute buckets) or day (15-minute)")] = Window.HOUR,
     endpoint_id: Annotated[Id | None, Query(description="only the runs of this Endpoint")] = None,
 ) -> Response[str]:
+    deadline = bulk_deadline(service.WORK_MS)
     now_ms = clock.to_ms(clock.now())
-    return json_response(200, service.delivery_stats(current_app_id(), window, now_ms, endpoint_id))
+    return json_response(200, service.delivery_stats(current_app_id(), window, now_ms, endpoint_id, deadline))

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from edgecron import clock
 from edgecron.api import mappers
-from edgecron.api.context import current_app_id
+from edgecron.api.context import bulk_deadline, current_app_id
 from edgecron.api.idempotency import IdempotencyKey, run_once
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor
 from edgecron.api.responses import docs
@@ -148,8 +148,14 @@ def replay_one(run_id: str) -> TaskRunOut:
 @router.post(
     "/v1/dead-letters/replay",
     summary="Replay dead letters matching a filter (bulk)",
+    description="Replays matching dead letters oldest first, at most `limit` per call, and stops "
+    "early when the call has worked for a few seconds, so it answers well inside the function's "
+    "timeout whatever is stored. Call again with `cursor` set to `next_cursor` while `has_more` is true.",
     tags=DL_TAGS,
     responses=docs(200, ReplayResult),
 )
 def replay_bulk(body: DeadLetterFilter) -> ReplayResult:
-    return mappers.replay_result(service.replay_bulk(current_app_id(), body, _now_ms()))
+    app_id = current_app_id()
+    cursor = decode_cursor(body.cursor, "dl_app_id", app_id)
+    deadline = bulk_deadline(service.BULK_WORK_MS)
+    return mappers.replay_result(service.replay_bulk(app_id, body, _now_ms(), cursor, deadline))

@@ -81,11 +81,12 @@ function recoverForm(endpoint, done) {
     const text = `Re-send every run of ${endpoint.id} that failed or was dead-lettered since ${since.value.trim()}? Each gets a new attempt series.`;
     if (!(await confirmDialog(text, "Recover"))) return;
     try {
-      let recovered = 0;
+      let recovered = 0, cursor = null;
       for (let more = true; more;) {
-        const answer = await post(`/v1/endpoints/${encodeURIComponent(endpoint.id)}/recover`, { since: since.value.trim() });
-        recovered += answer.recovered;
-        more = answer.has_more && answer.recovered > 0;
+        const body = { since: since.value.trim(), ...(cursor ? { cursor } : {}) };
+        const answer = await post(`/v1/endpoints/${encodeURIComponent(endpoint.id)}/recover`, body);
+        recovered += answer.recovered; cursor = answer.next_cursor;
+        more = answer.has_more && Boolean(cursor);
       }
       fill(result, `Recovered ${recovered} ${recovered === 1 ? "run" : "runs"} of ${endpoint.id}.`);
     } catch (err) { toast(err.field ? `${err.field}: ${err.message}` : err.message, true); }

@@ -183,12 +183,13 @@ export async function deadLetters(main, ctx) {
     const count = shown.length;
     const more = count >= 100 ? "at least " : "";
     if (!(await confirmDialog(`Replay ${more}${count} dead letters matching this filter?`, "Replay all"))) return;
-    let replayed = 0, skipped = 0, more_ = true;
+    let replayed = 0, skipped = 0, more_ = true, cursor = null;
     const text = h("span", {}, "Replaying…");
     fill(progress, h("progress", { "aria-label": "Replay progress" }), text);
     while (more_) {
-      const result = await post("/v1/dead-letters/replay", { ...filters(), limit: 100 });
-      replayed += result.replayed; skipped += result.skipped; more_ = result.has_more && result.replayed > 0;
+      const result = await post("/v1/dead-letters/replay", { ...filters(), limit: 100, ...(cursor ? { cursor } : {}) });
+      replayed += result.replayed; skipped += result.skipped; cursor = result.next_cursor;
+      more_ = result.has_more && Boolean(cursor);
       text.textContent = ` ${replayed} replayed so far`;
     }
     fill(progress, h("p", { id: "replay-done" }, `Replayed ${replayed}${skipped ? `, skipped ${skipped}` : ""}.`));

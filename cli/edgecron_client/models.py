@@ -166,6 +166,7 @@ class Attempt(TypedDict, total=False):
     response_summary: str | None
     error: str | None
     error_kind: str | None
+    error_detail: str | None
     outcome: str
     trace_id: str | None
     started_at: str

@@ -527,6 +527,26 @@ def test_watch_prints_each_attempt_once_and_exits_0_on_success(
     assert lines[-1] == "run run_1: success"
 
 
+def test_attempts_show_the_sentence_and_the_detail_only_when_asked(
+    stub: tuple[StubApi, str], cli: CliRunner
+) -> None:
+    api, _ = stub
+    failed = {
+        **attempt(1, 0, "retry"),
+        "status_code": None,
+        "error": "connection refused (127.0.0.1:8009)",
+        "error_kind": "network",
+        "error_detail": "ConnectionError: NewConnectionError: [Errno 111] Connection refused",
+    }
+    api.on("GET", "/v1/task-runs/run_1/attempts", Reply(200, {"data": [failed], "next_cursor": None}))
+    plain = run(cli, "runs", "attempts", "run_1")
+    assert plain.exit_code == 0, plain.output
+    assert "connection refused (127.0.0.1:8009)" in plain.stdout and "Errno 111" not in plain.stdout
+    detailed = run(cli, "runs", "attempts", "run_1", "--detail")
+    assert detailed.exit_code == 0, detailed.output
+    assert "error_detail" in detailed.stdout and "Errno 111" in detailed.stdout
+
+
 def test_watch_json_streams_attempts_then_the_run_and_exits_1_on_dead_letter(
     stub: tuple[StubApi, str], cli: CliRunner
 ) -> None:

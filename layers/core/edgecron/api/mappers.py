@@ -152,6 +152,7 @@ def attempt_out(a: Attempt) -> AttemptOut:
         response_summary=a.response_summary,
         error=a.error,
         error_kind=_kind(a.error_kind),
+        error_detail=a.error_detail,
         outcome=a.outcome,
         trace_id=a.trace_id,
         started_at=iso_ms(a.started_at) or "",

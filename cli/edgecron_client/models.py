@@ -70,6 +70,7 @@ class Schedule(TypedDict, total=False):
     id: str
     name: str | None
     cron: str | None
+    cron_equivalent: str | None
     at: str | None
     timezone: str
     endpoint_ids: list[str]

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from edgecron.clock import iso_ms
+from edgecron.domain import cron as cron_rules
 from edgecron.domain.apps import App
 from edgecron.domain.attempts import Attempt
 from edgecron.domain.endpoints import Endpoint
@@ -171,6 +172,7 @@ def schedule_out(s: Schedule, preview: Sequence[int] | None = None) -> ScheduleO
         id=s.schedule_id,
         name=s.name,
         cron=s.cron,
+        cron_equivalent=cron_rules.equivalent(s.cron),
         at=iso_ms(s.at),
         timezone=s.timezone,
         endpoint_ids=list(s.endpoint_ids or []),

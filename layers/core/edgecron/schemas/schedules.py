@@ -16,13 +16,19 @@ CronExpr = Annotated[
 ]
 Zone = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(check_zone_name)]
 JitterSec = Annotated[int, Field(ge=0, le=JITTER_MAX_SEC)]
+CRON_DOC = (
+    "5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; or an "
+    "EventBridge Scheduler expression: cron(minutes hours day-of-month month day-of-week year), "
+    "rate(N minutes|hours|days) or at(yyyy-mm-ddThh:mm:ss) in the schedule's timezone. "
+    "Stored as given; cron_equivalent shows how an EventBridge expression runs"
+)
 JITTER_DOC = "each fire is delivered at a deterministic offset in [0, jitter_sec) seconds after its time"
 OVERLAP_DOC = "what a fire does while the previous Fire still has open runs: ALLOW, SKIP or BUFFER_ONE"
 
 
 class ScheduleCreate(Strict):
     name: Name | None = None
-    cron: CronExpr | None = Field(default=None, description="5 fields, or 6 with seconds first")
+    cron: CronExpr | None = Field(default=None, description=CRON_DOC)
     at: Rfc3339 | None = Field(default=None, description="one-time fire time (RFC 3339)")
     timezone: Zone = "UTC"
     endpoint_ids: list[Id] = Field(
@@ -44,7 +50,7 @@ class ScheduleCreate(Strict):
 
 class ScheduleUpdate(Strict):
     name: Name | None = None
-    cron: CronExpr | None = None
+    cron: CronExpr | None = Field(default=None, description=CRON_DOC)
     at: Rfc3339 | None = None
     timezone: Zone | None = None
     endpoint_ids: list[Id] | None = Field(default=None, max_length=100)
@@ -71,6 +77,12 @@ class ScheduleOut(BaseModel):
     id: str
     name: str | None
     cron: str | None
+    cron_equivalent: str | None = Field(
+        description=(
+            "for an EventBridge Scheduler expression, the cron it runs as (and the years it is "
+            "limited to), e.g. '0 9 * * MON-FRI' for cron(0 9 ? * MON-FRI *); null otherwise"
+        ),
+    )
     at: str | None
     timezone: str
     endpoint_ids: list[str]

@@ -36,6 +36,17 @@ def _spec(expression: str | None, timezone: str) -> cron.CronSpec | None:
         raise ParamInvalid(str(exc), exc.field) from exc
 
 
+def _check_fires_left(expression: str | None, timezone: str, now: datetime) -> None:
+    """A schedule written with an EventBridge at(...) or cron(...) year that has passed is refused."""
+    spec = _spec(expression, timezone)
+    if spec is None:
+        return
+    try:
+        cron.check_not_over(spec, now)
+    except cron.CronError as exc:
+        raise ParamInvalid(str(exc), exc.field) from exc
+
+
 def _first_fire_ms(spec: cron.CronSpec | None, at: datetime | None, now: datetime) -> int | None:
     if spec is not None:
         nxt = cron.next_fire(spec, now)
@@ -113,6 +124,7 @@ def create(app_id: str, req: ScheduleCreate, now: datetime, schedule_id: str | N
         created_at=now_ms,
         updated_at=now_ms,
     )
+    _check_fires_left(schedule.cron, schedule.timezone, now)
     schedule = _timed(schedule, now)
     data.put_new(schedule)
     return kick(schedule, now)
@@ -161,6 +173,8 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
             read, **_edited_fields(read, changes), version=version + 1, updated_at=clock.to_ms(now)
         )
         if _TIMING & changes.keys():
+            if {"cron", "timezone"} & changes.keys():
+                _check_fires_left(schedule.cron, schedule.timezone, now)
             schedule = _timed(schedule, now)
         if data.save_if_version(schedule, version):
             break

@@ -1,4 +1,5 @@
-"""What the API remembers of an App: its key's App and its quota, for a short time per container."""
+"""Keys are read on every request (a key deleted is refused at once); an App's quota is remembered
+for a short time per container."""
 
 from __future__ import annotations
 
@@ -20,16 +21,25 @@ def frozen_clock() -> clock.FixedClock:
     return fixed
 
 
-def test_a_known_key_is_answered_without_another_read_until_it_is_due_again() -> None:
-    fixed = frozen_clock()
+def test_a_key_deleted_elsewhere_is_refused_by_the_next_request() -> None:
+    frozen_clock()
     _, key = new_app("keys")
-    assert call_api("GET", "/v1/endpoints", key=key).status == 200  # the first request reads the key
-    ApiKeyModel(key_hash=apps.hash_key(key)).delete()  # revoked by hand: a read now finds nothing
-    fixed.advance(REMEMBERED_SEC - 0.001)
-    again = call_api("GET", "/v1/endpoints", key=key)
-    assert again.status == 200 and again.body["data"] == []
-    fixed.advance(0.001)
+    assert call_api("GET", "/v1/endpoints", key=key).status == 200
+    ApiKeyModel(key_hash=apps.hash_key(key)).delete()  # another container's revoke
     assert call_api("GET", "/v1/endpoints", key=key).status == 401
+
+
+def test_a_keys_last_use_is_recorded_at_most_once_a_minute() -> None:
+    fixed = frozen_clock()
+    _, key = new_app("keys-used")
+    first = clock.to_ms(clock.now())
+    assert call_api("GET", "/v1/endpoints", key=key).status == 200
+    fixed.advance(59)
+    assert call_api("GET", "/v1/endpoints", key=key).status == 200
+    assert ApiKeyModel.get(apps.hash_key(key)).last_used_at == first
+    fixed.advance(1)
+    assert call_api("GET", "/v1/endpoints", key=key).status == 200
+    assert ApiKeyModel.get(apps.hash_key(key)).last_used_at == first + 60_000
 
 
 def test_an_unknown_key_is_refused_and_read_again_once_it_exists() -> None:
@@ -64,7 +74,9 @@ def test_a_quota_set_through_this_container_applies_at_once(admin_key: str) -> N
 
 
 def test_what_a_container_remembers_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(apps._KEY_APPS, "max_entries", 2)
+    monkeypatch.setattr(apps._QUOTAS, "max_entries", 2)
     for i in range(3):
-        assert call_api("GET", "/v1/endpoints", key=new_app(f"bound-{i}")[1]).status == 200
-    assert len(apps._KEY_APPS) <= 2
+        key = new_app(f"bound-{i}")[1]
+        run = {"endpoint_id": new_endpoint(key), "delay_sec": 3600}
+        assert call_api("POST", "/v1/task-runs", key=key, body=run).status == 201  # reads the quota
+    assert len(apps._QUOTAS) <= 2

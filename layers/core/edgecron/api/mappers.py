@@ -8,6 +8,7 @@ from typing import Any
 
 from edgecron.clock import iso_ms
 from edgecron.domain import cron as cron_rules
+from edgecron.domain.api_keys import ApiKey
 from edgecron.domain.apps import App
 from edgecron.domain.attempts import Attempt
 from edgecron.domain.endpoints import Endpoint
@@ -26,7 +27,7 @@ from edgecron.domain.vocabulary import (
     ScheduleStatus,
     Source,
 )
-from edgecron.schemas.apps import AccountOut, AppCreated, AppOut
+from edgecron.schemas.apps import AccountOut, AppCreated, AppOut, KeyOut
 from edgecron.schemas.endpoints import EndpointHealthOut, EndpointOut, EndpointWithSecret, RecoverResult
 from edgecron.schemas.events import EventDelivery, EventDetail, EventOut, EventSummary
 from edgecron.schemas.retry_policies import RetryPolicyOut
@@ -53,6 +54,19 @@ def app_out(app: App) -> AppOut:
 
 def app_created(app: App, api_key: str) -> AppCreated:
     return AppCreated(app=app_out(app), api_key=api_key)
+
+
+def key_out(key: ApiKey) -> KeyOut:
+    return KeyOut(
+        id=key.key_id,
+        prefix=key.prefix,
+        name=key.name,
+        state=key.state(),
+        created_at=iso_ms(key.created_at) or "",
+        last_used_at=iso_ms(key.last_used_at),
+        expires_at=iso_ms(key.expires_at * 1000) if key.expires_at is not None else None,
+        replaced_by=key.replaced_by,
+    )
 
 
 def account_out(role: KeyRole, app_id: str | None) -> AccountOut:

@@ -24,10 +24,27 @@ def encode_cursor(last_key: dict[str, Any] | None) -> str | None:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+def decode_scan_cursor(cursor: str | None, hash_key_name: str) -> dict[str, Any] | None:
+    """Decode a cursor of a table scan (an operator's listing): only its key, a string, else 400."""
+    if not cursor:
+        return None
+    key = _decoded(cursor)
+    if set(key) != {hash_key_name} or "S" not in key[hash_key_name]:
+        raise ParamInvalid("cursor is not valid", "cursor")
+    return key
+
+
 def decode_cursor(cursor: str | None, hash_key_name: str, hash_key_value: str) -> dict[str, Any] | None:
     """Decode and check the cursor belongs to this query (the caller's App), else 400."""
     if not cursor:
         return None
+    key = _decoded(cursor)
+    if key.get(hash_key_name) != {"S": hash_key_value}:
+        raise ParamInvalid("cursor is not valid", "cursor")
+    return key
+
+
+def _decoded(cursor: str) -> dict[str, Any]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         key = json.loads(raw)
@@ -40,7 +57,5 @@ def decode_cursor(cursor: str | None, hash_key_name: str, hash_key_value: str) -
         and isinstance(next(iter(v.values())), str)
         for v in key.values()
     ):
-        raise ParamInvalid("cursor is not valid", "cursor")
-    if key.get(hash_key_name) != {"S": hash_key_value}:
         raise ParamInvalid("cursor is not valid", "cursor")
     return key

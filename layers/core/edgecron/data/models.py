@@ -53,6 +53,17 @@ class AppModel(Model):
     operational_subscriptions = ListAttribute[str](of=UnicodeAttribute, null=True)  # type: ignore[arg-type]
 
 
+class AppKeysIndex(GlobalSecondaryIndex["ApiKeyModel"]):
+    """An App's keys, by creation time (what the operator lists)."""
+
+    class Meta:
+        index_name = "app_keys"
+        projection = AllProjection()
+
+    app_id = UnicodeAttribute(hash_key=True)
+    created_at = NumberAttribute(range_key=True)
+
+
 class ApiKeyModel(Model):
     """Keys are stored as SHA-256 hashes; the lookup by hash is one GetItem."""
 
@@ -64,6 +75,11 @@ class ApiKeyModel(Model):
     app_id = UnicodeAttribute()
     prefix = UnicodeAttribute()
     created_at = NumberAttribute()
+    name = UnicodeAttribute(null=True)
+    last_used_at = NumberAttribute(null=True)
+    expires_at = NumberAttribute(null=True)  # epoch s: a rotated key works until then (and TTL)
+    replaced_by = UnicodeAttribute(null=True)  # the id of the key that replaced it
+    app_keys = AppKeysIndex()
 
 
 class SigningSecret(MapAttribute[str, Any]):

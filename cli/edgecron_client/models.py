@@ -26,6 +26,30 @@ class AppCreated(TypedDict):
     api_key: str  # shown once; the API stores only its hash
 
 
+class ApiKey(TypedDict, total=False):
+    """An App API key as listed: never the key itself."""
+
+    id: str  # names the key in the key routes
+    prefix: str  # the key's first characters
+    name: str | None
+    state: str  # active | expiring (rotated: works until expires_at)
+    created_at: str
+    last_used_at: str | None  # to within a minute
+    expires_at: str | None
+    replaced_by: str | None
+
+
+class ApiKeyCreated(TypedDict):
+    key: ApiKey
+    api_key: str  # shown once; the API stores only its hash
+
+
+class ApiKeyRotated(TypedDict):
+    key: ApiKey  # the new key
+    api_key: str  # the new key itself, shown once
+    previous: ApiKey | None  # the old key and its expires_at; None when revoked at once
+
+
 class EndpointHealth(TypedDict, total=False):
     state: str  # healthy | failing | disabled
     consecutive_failures: int

@@ -67,20 +67,21 @@ def test_a_key_is_created_shown_once_listed_and_its_use_recorded(
     admin_key: str, fixed: clock.FixedClock, index_time: IndexTime
 ) -> None:
     app_id, first = new_app("keys-created")
+    fixed.advance(1)
     created = call_api("POST", f"/v1/apps/{app_id}/keys", key=admin_key, body={"name": "billing"})
     assert created.status == 201, created.body
     secret, key = created.body["api_key"], created.body["key"]
     assert secret.startswith("ek_") and key["prefix"] == secret[:7] and key["name"] == "billing"
     assert (key["state"], key["created_at"], key["last_used_at"]) == (
         "active",
-        "2026-06-01T12:00:00.000Z",
+        "2026-06-01T12:00:01.000Z",
         None,
     )
     fixed.advance(90)
     assert works(secret)
     listed = keys_of(admin_key, app_id, index_time)
     assert [k["id"] for k in listed] == [key["id"], listed[1]["id"]]  # newest first, then the App's first
-    assert listed[0]["last_used_at"] == "2026-06-01T12:01:30.000Z" and listed[1]["prefix"] == first[:7]
+    assert listed[0]["last_used_at"] == "2026-06-01T12:01:31.000Z" and listed[1]["prefix"] == first[:7]
     assert secret not in json.dumps(listed) and first not in json.dumps(listed)  # never shown twice
     [note] = notes(secret)
     assert note["kind"] == "API_KEY_CREATED" and note["data"]["key_id"] == key["id"]
@@ -93,6 +94,7 @@ def test_a_revoked_key_is_refused_at_once_and_only_once_revocable(
     app_id, kept = new_app("keys-revoked")
     leaked = call_api("POST", f"/v1/apps/{app_id}/keys", key=admin_key).body
     assert works(leaked["api_key"])  # read, and remembered nowhere
+    fixed.advance(1)
     revoked = call_api("DELETE", f"/v1/apps/{app_id}/keys/{leaked['key']['id']}", key=admin_key)
     assert revoked.status == 200 and revoked.body["id"] == leaked["key"]["id"], revoked.body
     assert not works(leaked["api_key"])

@@ -98,8 +98,6 @@ def _timed(schedule: Schedule, now: datetime) -> Schedule:
 def create(app_id: str, req: ScheduleCreate, now: datetime, schedule_id: str | None = None) -> Schedule:
     if (req.cron is None) == (req.at is None):
         raise ParamInvalid("give either cron or at", "cron")
-    if req.status == ScheduleStatus.ENDED:
-        raise ParamInvalid("a schedule ends at its end_at: create it ACTIVE or PAUSED", "status")
     check_payload(req.payload)
     _check_refs(app_id, req.endpoint_ids, req.retry_policy_id)
     now_ms = clock.to_ms(now)
@@ -157,15 +155,13 @@ def preview(schedule: Schedule, n: int) -> list[int]:
 
 def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) -> Schedule:
     changes: dict[str, Any] = req.model_dump(exclude_unset=True)
-    for field in ("timezone", "endpoint_ids", "missed_policy", "jitter_sec", "overlap_policy"):
+    for field in ("timezone", "endpoint_ids", "missed_policy"):
         if field in changes and changes[field] is None:
             raise ParamInvalid(f"{field} cannot be null", field)
     if "payload" in changes:
         check_payload(changes["payload"])
     _check_refs(app_id, changes.get("endpoint_ids"), changes.get("retry_policy_id"))
     status = changes.pop("status", None)
-    if status == ScheduleStatus.ENDED:
-        raise ParamInvalid("a schedule ends at its end_at: give a later end_at to make it ACTIVE", "status")
     for _ in range(5):  # the scan may advance the schedule meanwhile: re-read and re-apply
         read = get(app_id, schedule_id)
         version = read.version
@@ -199,8 +195,11 @@ def _edited_fields(schedule: Schedule, changes: dict[str, Any]) -> dict[str, Any
     """The stored fields a user's edit (`changes`, the fields the request set) gives the schedule."""
     fields: dict[str, Any] = {}
     if "cron" in changes or "at" in changes:
-        new_cron = changes.get("cron", schedule.cron if "at" not in changes else None)
-        new_at = changes.get("at", None if "cron" in changes else schedule.at)
+        # The form given replaces the other; null for the form a schedule does not have changes nothing.
+        new_cron = (
+            changes["cron"] if "cron" in changes else (schedule.cron if changes["at"] is None else None)
+        )
+        new_at = changes["at"] if "at" in changes else (schedule.at if changes["cron"] is None else None)
         if (new_cron is None) == (new_at is None):
             raise ParamInvalid("give either cron or at", "cron")
         fields["cron"] = new_cron

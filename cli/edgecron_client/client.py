@@ -132,7 +132,7 @@ class ApiKeys(_Resource):
         return cast(ApiKeyRotated, self._post(f"/v1/apps/{app_id}/keys/{key_id}/rotate", body))
 
     def revoke(self, app_id: str, key_id: str) -> ApiKey:
-        """The key is refused from the next request on."""
+        """Once this returns (about 10 s), every request that carries the key is refused."""
         return cast(ApiKey, self._t.request("DELETE", f"/v1/apps/{app_id}/keys/{key_id}"))
 
 

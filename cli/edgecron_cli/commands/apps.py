@@ -121,7 +121,7 @@ def rotate_key(
 
 @keys.command("revoke")
 def revoke_key(app_id: AppId, key_id: KeyId, json_flag: JsonFlag = False) -> None:
-    """Revoke an API key: every request that carries it is refused from now on (401)."""
+    """Revoke an API key: once this returns (about 10 s), every request that carries it is refused (401)."""
     revoked = client(admin=True).apps.keys.revoke(app_id, key_id)
     if want_json(json_flag):
         output.print_json({**revoked, "revoked": True})

@@ -81,20 +81,32 @@ def key_entity(row: ApiKeyModel) -> ApiKey:
 
 def app_for_key(key: str) -> str | None:
     """The App id of a key that works now, or None. The lookup is by hash, so no comparison leaks
-    timing, and it is a strongly consistent read on every request: a key revoked, or past the grace
-    period of its rotation, is refused by the next request, whichever container answers it. The
-    key's last use is recorded at most once a minute."""
+    timing. A key found is remembered by the container for KEY_REMEMBERED_MS (with the end of its
+    grace period, if rotated), so a busy API reads each key a few times a minute instead of once per
+    request; the read is strongly consistent, so no container remembers a key longer than
+    KEY_REMEMBERED_MS after it was revoked: a revoke answers only after that (services/api_keys.py).
+    A key not found is read again each time (it may have been created since). The key's last use is
+    recorded when it is read, at most once a minute."""
+    digest = hash_key(key)
     now_ms = clock.to_ms(clock.now())
-    try:
-        row = ApiKeyModel.get(hash_key(key), consistent_read=True)
-    except DoesNotExist:
-        return None
-    found = key_entity(row)
-    if not found.works_at(now_ms):
-        return None
-    if found.last_use_due(now_ms):
-        _touch(row, now_ms)
-    return found.app_id
+    found = _KEY_APPS.get(digest, now_ms)
+    if found is None:
+        try:
+            row = ApiKeyModel.get(digest, consistent_read=True)
+        except DoesNotExist:
+            return None
+        found = key_entity(row)
+        _KEY_APPS.put(digest, found, now_ms)
+        if found.works_at(now_ms) and found.last_use_due(now_ms):
+            _touch(row, now_ms)
+    return found.app_id if found.works_at(now_ms) else None
+
+
+def forget_key(key_id: str) -> None:
+    """This container no longer remembers the key (it was revoked or rotated here)."""
+    digest = hash_of(key_id)
+    if digest is not None:
+        _KEY_APPS.forget(digest)
 
 
 def _touch(row: ApiKeyModel, now_ms: int) -> None:
@@ -143,7 +155,8 @@ def expire_key(app_id: str, key_id: str, expires_at_s: int, replaced_by: str) ->
 
 
 def delete_key(app_id: str, key_id: str) -> bool:
-    """Delete the App's key (it is refused from the next request on); False when there is none."""
+    """Delete the App's key; False when there is none. Containers that remember it forget it within
+    KEY_REMEMBERED_MS."""
     digest = hash_of(key_id)
     if digest is None:
         return False
@@ -164,8 +177,10 @@ def apps_page(limit: int, cursor: dict[str, Any] | None) -> Page[App]:
     return Page([to_entity(row) for row in rows], last or None)
 
 
-# What the API remembers of an App's quota, and for how long.
+# What the API remembers of an App's key and quota, and for how long.
+KEY_REMEMBERED_MS = 10_000
 REMEMBERED_MS = 30_000
+_KEY_APPS: Remembered[ApiKey] = Remembered(max_age_ms=KEY_REMEMBERED_MS)  # key hash → its key
 _QUOTAS: Remembered[App] = Remembered(max_age_ms=REMEMBERED_MS)  # App id → App
 
 

@@ -14,7 +14,7 @@ from typing import Final, Literal
 DEFAULT_GRACE_SEC: Final = 24 * 3600
 MAX_GRACE_SEC: Final = 30 * 24 * 3600
 #: `last_used_at` is recorded at most once per this interval per key (a write per request would
-#: cost more than the request): it is the last use to within a minute.
+#: cost more than the request), when a container reads the key: it is the last use to about a minute.
 LAST_USED_EVERY_MS: Final = 60_000
 ID_PREFIX: Final = "key_"
 

@@ -61,7 +61,7 @@ class KeyOut(BaseModel):
     name: str | None
     state: Literal["active", "expiring"] = Field(description="expiring: rotated, works until expires_at")
     created_at: str
-    last_used_at: str | None = Field(description="the last request that carried it, to within a minute")
+    last_used_at: str | None = Field(description="the last request that carried it, to about a minute")
     expires_at: str | None = Field(description="when a rotated key stops working; null for an active key")
     replaced_by: str | None = Field(description="the id of the key that replaced it")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgecron import clock
 from edgecron.clock import iso_ms
 from edgecron.data import apps as data
 from edgecron.data import notifications
@@ -26,6 +27,14 @@ def _described(key: ApiKey) -> str:
 def _note(key: ApiKey, kind: NotificationKind, title: str, message: str, now_ms: int, **extra: Any) -> None:
     data_fields = {"key_id": key.key_id, "prefix": key.prefix, "name": key.name, **extra}
     notifications.record(key.app_id, kind, title, message, data_fields, now_ms)
+
+
+def _until_no_container_remembers(key_id: str) -> None:
+    """Return once no API container can still accept the key from memory: each remembers a key it
+    read for at most KEY_REMEMBERED_MS (strongly consistent reads), so waiting that long after the
+    change makes every later request read the key as it now is."""
+    data.forget_key(key_id)
+    clock.sleep(data.KEY_REMEMBERED_MS / 1000)
 
 
 def list_keys(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[ApiKey]:
@@ -82,11 +91,13 @@ def rotate(app_id: str, key_id: str, grace_sec: int, now_ms: int) -> tuple[ApiKe
         replaced_by=new.key_id,
         expires_at=None if ended is None else iso_ms((ended.expires_at or 0) * 1000),
     )
+    if grace_sec * 1000 < data.KEY_REMEMBERED_MS:  # it ends sooner than a container forgets it
+        _until_no_container_remembers(key_id)
     return new, secret, ended
 
 
 def revoke(app_id: str, key_id: str, now_ms: int) -> ApiKey:
-    """Delete the key: the next request that carries it is refused with 401."""
+    """Delete the key; once this returns, every request that carries it is refused with 401."""
     _app(app_id)
     key = data.get_key(app_id, key_id)
     if key is None or not data.delete_key(app_id, key_id):
@@ -98,4 +109,5 @@ def revoke(app_id: str, key_id: str, now_ms: int) -> ApiKey:
         f"API key {_described(key)} was revoked.",
         now_ms,
     )
+    _until_no_container_remembers(key_id)
     return key

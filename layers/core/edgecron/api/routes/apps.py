@@ -108,7 +108,7 @@ def rotate_key(app_id: str, key_id: str, body: KeyRotate | None = None) -> Respo
 
 @router.delete(
     "/v1/apps/<app_id>/keys/<key_id>",
-    summary="Revoke an API key: refused from the next request on (admin key)",
+    summary="Revoke an API key: refused everywhere once this answers, about 10 s later (admin key)",
     tags=KEY_TAGS,
     responses=docs(200, KeyOut, 401, 404),
 )

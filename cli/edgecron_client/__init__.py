@@ -10,6 +10,9 @@ for run in client.task_runs.iter(status="failed"):
 from edgecron_client.client import MAX_PAGE, EdgeCron, new_idempotency_key
 from edgecron_client.errors import ApiError, EdgeCronError, TransportError
 from edgecron_client.models import (
+    ApiKey,
+    ApiKeyCreated,
+    ApiKeyRotated,
     App,
     AppCreated,
     Attempt,
@@ -34,6 +37,9 @@ __all__ = [
     "MAX_PAGE",
     "NO_RETRY",
     "ApiError",
+    "ApiKey",
+    "ApiKeyCreated",
+    "ApiKeyRotated",
     "App",
     "AppCreated",
     "Attempt",

@@ -15,6 +15,9 @@ from typing import Any, cast
 import urllib3
 
 from edgecron_client.models import (
+    ApiKey,
+    ApiKeyCreated,
+    ApiKeyRotated,
     App,
     AppCreated,
     Attempt,
@@ -101,8 +104,57 @@ class _Listing[T](_Resource):
             yield from page.get("data") or []
 
 
+class ApiKeys(_Resource):
+    """An App's API keys (the admin key). A key is shown once, by `create` or `rotate`; a create is
+    not retried on 5xx (a retry would make a second key), so list the keys after such an error."""
+
+    def list(self, app_id: str, *, limit: int | None = None, cursor: str | None = None) -> Page[ApiKey]:
+        """One page, newest first."""
+        return cast(Page[ApiKey], self._page(f"/v1/apps/{app_id}/keys", limit, cursor, {}))
+
+    def pages(
+        self, app_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Iterator[Page[ApiKey]]:
+        return cast(Iterator[Page[ApiKey]], self._pages(f"/v1/apps/{app_id}/keys", limit, cursor, {}))
+
+    def iter(self, app_id: str, *, limit: int | None = None) -> Iterator[ApiKey]:
+        for page in self.pages(app_id, limit=limit):
+            yield from page.get("data") or []
+
+    def create(self, app_id: str, *, name: str | None = None) -> ApiKeyCreated:
+        body: Json = {"name": name} if name is not None else {}
+        return cast(ApiKeyCreated, self._post(f"/v1/apps/{app_id}/keys", body))
+
+    def rotate(self, app_id: str, key_id: str, *, grace_period_sec: int | None = None) -> ApiKeyRotated:
+        """A new key; the old one keeps working for `grace_period_sec` (the API's default: 24 h;
+        0 refuses it at once)."""
+        body: Json = {} if grace_period_sec is None else {"grace_period_sec": grace_period_sec}
+        return cast(ApiKeyRotated, self._post(f"/v1/apps/{app_id}/keys/{key_id}/rotate", body))
+
+    def revoke(self, app_id: str, key_id: str) -> ApiKey:
+        """Once this returns (about 10 s), every request that carries the key is refused."""
+        return cast(ApiKey, self._t.request("DELETE", f"/v1/apps/{app_id}/keys/{key_id}"))
+
+
 class Apps(_Resource):
-    """Apps (the admin key)."""
+    """Apps (the admin key); `apps.keys` manages their API keys."""
+
+    path = "/v1/apps"
+
+    def __init__(self, transport: Transport) -> None:
+        super().__init__(transport)
+        self.keys = ApiKeys(transport)
+
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> Page[App]:
+        """One page of Apps (in no particular order)."""
+        return cast(Page[App], self._page(self.path, limit, cursor, {}))
+
+    def pages(self, *, limit: int | None = None, cursor: str | None = None) -> Iterator[Page[App]]:
+        return cast(Iterator[Page[App]], self._pages(self.path, limit, cursor, {}))
+
+    def iter(self, *, limit: int | None = None) -> Iterator[App]:
+        for page in self.pages(limit=limit):
+            yield from page.get("data") or []
 
     def create(self, name: str, monthly_quota: int | None = None) -> AppCreated:
         body: Json = {"name": name}

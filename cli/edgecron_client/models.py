@@ -26,6 +26,30 @@ class AppCreated(TypedDict):
     api_key: str  # shown once; the API stores only its hash
 
 
+class ApiKey(TypedDict, total=False):
+    """An App API key as listed: never the key itself."""
+
+    id: str  # names the key in the key routes
+    prefix: str  # the key's first characters
+    name: str | None
+    state: str  # active | expiring (rotated: works until expires_at)
+    created_at: str
+    last_used_at: str | None  # to within a minute
+    expires_at: str | None
+    replaced_by: str | None
+
+
+class ApiKeyCreated(TypedDict):
+    key: ApiKey
+    api_key: str  # shown once; the API stores only its hash
+
+
+class ApiKeyRotated(TypedDict):
+    key: ApiKey  # the new key
+    api_key: str  # the new key itself, shown once
+    previous: ApiKey | None  # the old key and its expires_at; None when revoked at once
+
+
 class EndpointHealth(TypedDict, total=False):
     state: str  # healthy | failing | disabled
     consecutive_failures: int
@@ -70,6 +94,7 @@ class Schedule(TypedDict, total=False):
     id: str
     name: str | None
     cron: str | None
+    cron_equivalent: str | None
     at: str | None
     timezone: str
     endpoint_ids: list[str]
@@ -166,6 +191,7 @@ class Attempt(TypedDict, total=False):
     response_summary: str | None
     error: str | None
     error_kind: str | None
+    error_detail: str | None
     outcome: str
     trace_id: str | None
     started_at: str

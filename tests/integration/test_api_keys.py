@@ -1,4 +1,5 @@
-"""What the API remembers of an App: its key's App and its quota, for a short time per container."""
+"""What the API remembers of an App, for a short time per container: its key (a key deleted by hand
+is refused once the memory lapses; a revoke through the API waits that out) and its quota."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from edgecron_testing.harness import call_api, new_endpoint
 from tests.integration.conftest import new_app
 
 REMEMBERED_SEC = apps.REMEMBERED_MS / 1000
+KEY_REMEMBERED_SEC = apps.KEY_REMEMBERED_MS / 1000
 
 
 def frozen_clock() -> clock.FixedClock:
@@ -24,12 +26,25 @@ def test_a_known_key_is_answered_without_another_read_until_it_is_due_again() ->
     fixed = frozen_clock()
     _, key = new_app("keys")
     assert call_api("GET", "/v1/endpoints", key=key).status == 200  # the first request reads the key
-    ApiKeyModel(key_hash=apps.hash_key(key)).delete()  # revoked by hand: a read now finds nothing
-    fixed.advance(REMEMBERED_SEC - 0.001)
+    ApiKeyModel(key_hash=apps.hash_key(key)).delete()  # deleted by hand: a read now finds nothing
+    fixed.advance(KEY_REMEMBERED_SEC - 0.001)
     again = call_api("GET", "/v1/endpoints", key=key)
     assert again.status == 200 and again.body["data"] == []
     fixed.advance(0.001)
     assert call_api("GET", "/v1/endpoints", key=key).status == 401
+
+
+def test_a_keys_last_use_is_recorded_when_it_is_read_at_most_once_a_minute() -> None:
+    fixed = frozen_clock()
+    _, key = new_app("keys-used")
+    first = clock.to_ms(clock.now())
+    assert call_api("GET", "/v1/endpoints", key=key).status == 200  # read: its first use
+    fixed.advance(59)
+    assert call_api("GET", "/v1/endpoints", key=key).status == 200  # read again, within the minute
+    assert ApiKeyModel.get(apps.hash_key(key)).last_used_at == first
+    fixed.advance(KEY_REMEMBERED_SEC)
+    assert call_api("GET", "/v1/endpoints", key=key).status == 200  # read again, a minute on
+    assert ApiKeyModel.get(apps.hash_key(key)).last_used_at == first + (59 + KEY_REMEMBERED_SEC) * 1000
 
 
 def test_an_unknown_key_is_refused_and_read_again_once_it_exists() -> None:
@@ -66,5 +81,11 @@ def test_a_quota_set_through_this_container_applies_at_once(admin_key: str) -> N
 def test_what_a_container_remembers_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(apps._KEY_APPS, "max_entries", 2)
     for i in range(3):
-        assert call_api("GET", "/v1/endpoints", key=new_app(f"bound-{i}")[1]).status == 200
+        assert call_api("GET", "/v1/endpoints", key=new_app(f"bound-key-{i}")[1]).status == 200
     assert len(apps._KEY_APPS) <= 2
+    monkeypatch.setattr(apps._QUOTAS, "max_entries", 2)
+    for i in range(3):
+        key = new_app(f"bound-{i}")[1]
+        run = {"endpoint_id": new_endpoint(key), "delay_sec": 3600}
+        assert call_api("POST", "/v1/task-runs", key=key, body=run).status == 201  # reads the quota
+    assert len(apps._QUOTAS) <= 2

@@ -89,9 +89,7 @@ def test_jitter_and_overlap_policy_are_kept_shown_and_edited(app_key: str) -> No
         ("jitter_sec", "60"),
         ("jitter_sec", 1.5),
         ("jitter_sec", True),
-        ("jitter_sec", None),
         ("overlap_policy", "QUEUE"),
-        ("overlap_policy", None),
         ("overlap_policy", 1),
     ],
 )
@@ -107,6 +105,20 @@ def test_a_bad_jitter_or_overlap_policy_is_a_400_with_its_field(app_key: str, fi
     assert patched.body["error"]["field"] == field
     got = call_api("GET", f"/v1/schedules/{s['id']}", key=app_key).body
     assert got["jitter_sec"] == 0 and got["overlap_policy"] == "ALLOW"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "default"), [("jitter_sec", 90, 0), ("overlap_policy", "SKIP", "ALLOW")]
+)
+def test_null_is_refused_at_create_and_sets_the_default_back_in_a_patch(
+    app_key: str, field: str, value: Any, default: Any
+) -> None:
+    created = call_api("POST", "/v1/schedules", key=app_key, body={"cron": "0 3 * * *", field: None})
+    assert created.status == 400 and created.body["error"]["field"] == field, created.body
+    s = schedule(app_key, cron="0 3 * * *", **{field: value})
+    assert s[field] == value
+    patched = call_api("PATCH", f"/v1/schedules/{s['id']}", key=app_key, body={field: None})
+    assert patched.status == 200 and patched.body[field] == default, patched.body
 
 
 def jittered(key: str, endpoint_id: str, fire: datetime, *, beyond_ms: int) -> tuple[dict[str, Any], int]:

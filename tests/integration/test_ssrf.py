@@ -492,7 +492,8 @@ def test_send_refuses_http_once_the_operator_disallows_it(
 
 def test_a_name_that_stops_resolving_is_a_retryable_network_error(connects: list[tuple[str, int]]) -> None:
     out = http_sender.send("POST", "https://gone.ssrf.test/x", {}, None, 1000)
-    assert out.result.error_kind == "network" and "does not resolve" in str(out.result.error)
+    assert (out.result.error, out.result.error_kind) == ("DNS lookup failed (gone.ssrf.test)", "network")
+    assert "does not resolve" in str(out.result.error_detail)
     assert connects == []
 
 

@@ -492,6 +492,80 @@ def test_apps_use_the_admin_key_and_show_the_api_key_once(stub: tuple[StubApi, s
     assert seen.body == {"name": "b", "monthly_quota": 5}
 
 
+KEY_ROW = {
+    "id": "key_" + "a" * 64,
+    "prefix": "ek_AbCd",
+    "name": "billing",
+    "state": "active",
+    "created_at": "2026-06-01T12:00:00.000Z",
+    "last_used_at": None,
+    "expires_at": None,
+    "replaced_by": None,
+}
+
+
+def test_apps_and_their_keys_are_listed_with_the_admin_key(stub: tuple[StubApi, str], cli: CliRunner) -> None:
+    api, _ = stub
+    app_row = {"id": "app_1", "name": "b", "monthly_quota": None, "created_at": "x"}
+    api.on("GET", "/v1/apps", Reply(200, {"data": [app_row], "next_cursor": None}))
+    api.on("GET", "/v1/apps/app_1/keys", Reply(200, {"data": [KEY_ROW], "next_cursor": None}))
+    apps_out = run(cli, "apps", "list")
+    assert apps_out.exit_code == 0 and "app_1" in apps_out.stdout, apps_out.output
+    keys_out = run(cli, "apps", "keys", "list", "app_1")
+    assert keys_out.exit_code == 0, keys_out.output
+    assert "ek_AbCd" in keys_out.stdout and "billing" in keys_out.stdout and "never" in keys_out.stdout
+    assert {s.headers["authorization"] for s in api.requests} == {f"Bearer {ADMIN}"}
+
+
+def test_a_created_key_is_printed_once_with_its_name(stub: tuple[StubApi, str], cli: CliRunner) -> None:
+    api, _ = stub
+    api.on("POST", "/v1/apps/app_1/keys", Reply(201, {"key": KEY_ROW, "api_key": "ek_AbCd_secret"}))
+    result = run(cli, "apps", "keys", "create", "app_1", "--name", "billing")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("ek_AbCd_secret") == 1 and "shown once" in result.stdout
+    assert api.seen("POST", "/v1/apps/app_1/keys")[0].body == {"name": "billing"}
+
+
+@pytest.mark.parametrize(
+    ("flag", "seconds"), [([], 86400), (["--grace-period", "15m"], 900), (["--grace-period", "0"], 0)]
+)
+def test_rotate_sends_the_grace_period_and_says_until_when_the_old_key_works(
+    stub: tuple[StubApi, str], cli: CliRunner, flag: list[str], seconds: int
+) -> None:
+    api, _ = stub
+    key_id = KEY_ROW["id"]
+    previous = (
+        None if seconds == 0 else {**KEY_ROW, "state": "expiring", "expires_at": "2026-06-02T12:00:00.000Z"}
+    )
+    rotated = {"key": {**KEY_ROW, "id": "key_" + "b" * 64}, "api_key": "ek_new_secret", "previous": previous}
+    api.on("POST", f"/v1/apps/app_1/keys/{key_id}/rotate", Reply(201, rotated))
+    result = run(cli, "apps", "keys", "rotate", "app_1", str(key_id), *flag)
+    assert result.exit_code == 0, result.output
+    assert api.seen("POST", f"/v1/apps/app_1/keys/{key_id}/rotate")[0].body == {"grace_period_sec": seconds}
+    assert "ek_new_secret" in result.stdout
+    assert ("until 2026-06-02T12:00:00.000Z" if seconds else "revoked now") in result.stdout
+
+
+def test_a_grace_period_that_is_no_duration_is_a_usage_error(cli: CliRunner) -> None:
+    assert run(cli, "apps", "keys", "rotate", "app_1", "key_x", "--grace-period", "tomorrow").exit_code == 2
+
+
+def test_revoke_names_the_key_and_a_missing_one_exits_3(stub: tuple[StubApi, str], cli: CliRunner) -> None:
+    api, _ = stub
+    key_id = str(KEY_ROW["id"])
+    api.on(
+        "DELETE",
+        f"/v1/apps/app_1/keys/{key_id}",
+        Reply(200, KEY_ROW),
+        Reply(404, {"error": {"code": "NOT_FOUND", "message": "API key not found", "field": "key_id"}}),
+    )
+    first = run(cli, "apps", "keys", "revoke", "app_1", key_id)
+    assert first.exit_code == 0 and f"revoked ek_AbCd… ({key_id})" in first.stdout.replace("\n", ""), (
+        first.output
+    )
+    assert run(cli, "apps", "keys", "revoke", "app_1", key_id).exit_code == 3
+
+
 def test_set_quota_needs_a_quota_or_unlimited(cli: CliRunner) -> None:
     assert run(cli, "apps", "set-quota", "app_1").exit_code == 2
     assert run(cli, "apps", "set-quota", "app_1", "5", "--unlimited").exit_code == 2
@@ -547,6 +621,26 @@ def test_watch_prints_each_attempt_once_and_exits_0_on_success(
         "attempt 2 (series 1): 200 in 5 ms, success",
     ]
     assert lines[-1] == "run run_1: success"
+
+
+def test_attempts_show_the_sentence_and_the_detail_only_when_asked(
+    stub: tuple[StubApi, str], cli: CliRunner
+) -> None:
+    api, _ = stub
+    failed = {
+        **attempt(1, 0, "retry"),
+        "status_code": None,
+        "error": "connection refused (127.0.0.1:8009)",
+        "error_kind": "network",
+        "error_detail": "ConnectionError: NewConnectionError: [Errno 111] Connection refused",
+    }
+    api.on("GET", "/v1/task-runs/run_1/attempts", Reply(200, {"data": [failed], "next_cursor": None}))
+    plain = run(cli, "runs", "attempts", "run_1")
+    assert plain.exit_code == 0, plain.output
+    assert "connection refused (127.0.0.1:8009)" in plain.stdout and "Errno 111" not in plain.stdout
+    detailed = run(cli, "runs", "attempts", "run_1", "--detail")
+    assert detailed.exit_code == 0, detailed.output
+    assert "error_detail" in detailed.stdout and "Errno 111" in detailed.stdout
 
 
 def test_watch_json_streams_attempts_then_the_run_and_exits_1_on_dead_letter(

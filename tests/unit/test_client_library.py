@@ -99,6 +99,37 @@ def test_sub_resources_page_under_their_parent(receiver: Receiver, client: EdgeC
     assert queries(receiver, "/v1/schedules/sch_1/fires") == [{"limit": ["50"]}]
 
 
+def json_reply(status: int, body: object) -> Reply:
+    return Reply(status, json.dumps(body).encode(), {"content-type": "application/json"})
+
+
+def test_apps_and_their_keys_page_create_rotate_and_revoke(receiver: Receiver, client: EdgeCron) -> None:
+    key_id = "key_" + "c" * 64
+    receiver.script("/v1/apps", page(["app_1"], "more"), page(["app_2"], None))
+    receiver.script(
+        "/v1/apps/app_1/keys", page([key_id], None), json_reply(201, {"key": {"id": "k2"}, "api_key": "ek_x"})
+    )
+    receiver.script(
+        f"/v1/apps/app_1/keys/{key_id}/rotate",
+        json_reply(201, {"key": {"id": "k3"}, "api_key": "ek_y", "previous": None}),
+    )
+    receiver.script(f"/v1/apps/app_1/keys/{key_id}", json_reply(200, {"id": key_id}))
+    assert [a["id"] for a in client.apps.iter()] == ["app_1", "app_2"]
+    assert queries(receiver, "/v1/apps") == [{"limit": ["100"]}, {"limit": ["100"], "cursor": ["more"]}]
+    assert [k["id"] for k in client.apps.keys.iter("app_1")] == [key_id]
+    assert client.apps.keys.create("app_1", name="ci")["api_key"] == "ek_x"
+    assert client.apps.keys.rotate("app_1", key_id, grace_period_sec=0)["previous"] is None
+    assert client.apps.keys.revoke("app_1", key_id)["id"] == key_id
+    [_, create] = receiver.received("/v1/apps/app_1/keys")
+    assert (create.method, json.loads(create.body)) == ("POST", {"name": "ci"})
+    assert "idempotency-key" not in {
+        h.lower() for h in create.headers
+    }  # a create of a secret is never replayed
+    [rotate] = receiver.received(f"/v1/apps/app_1/keys/{key_id}/rotate")
+    assert json.loads(rotate.body) == {"grace_period_sec": 0}
+    assert [r.method for r in receiver.received(f"/v1/apps/app_1/keys/{key_id}")] == ["DELETE"]
+
+
 # -- retries --------------------------------------------------------------------------------------------
 
 

@@ -371,3 +371,11 @@ def test_matches_the_reference_implementation_on_random_bodies() -> None:
         summary = truncate_summary(body, limit)
         assert summary == _reference_truncate(body, limit)
         assert len(summary.encode("utf-8")) <= limit
+
+
+def test_a_timeout_reason_is_the_senders_sentence_with_its_duration() -> None:
+    result = AttemptResult(None, "timed out after 5000 ms", "timeout", error_detail="ReadTimeoutError")
+    assert decide(result, 1, POLICY, NOW, 0.0) == Decision("retry", 10.0, "timed out after 5000 ms")
+    assert (
+        decide(result, 3, POLICY, NOW, 0.0).reason == "attempts exhausted (3 of 3): timed out after 5000 ms"
+    )

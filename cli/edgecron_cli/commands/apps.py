@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import typer
 
 from edgecron_cli import output
-from edgecron_cli.commands._common import Group, JsonFlag, client, show_one, want_json
+from edgecron_cli.commands._common import (
+    All,
+    Cursor,
+    Group,
+    JsonFlag,
+    Limit,
+    client,
+    fetch_list,
+    show_list,
+    show_one,
+    want_json,
+)
 
-app = Group("apps", "Apps (tenants); needs the admin key.")
+app = Group("apps", "Apps (tenants) and their API keys; needs the admin key.")
+keys = Group("keys", "An App's API keys: list, create, rotate with a grace period, revoke.")
+app.add_typer(keys)
 
 FIELDS: list[output.Column] = [
     ("id", "id"),
@@ -17,6 +31,102 @@ FIELDS: list[output.Column] = [
     ("monthly_quota", lambda a: a.get("monthly_quota") or "unlimited"),
     ("created_at", "created_at"),
 ]
+
+
+KEY_COLUMNS: list[output.Column] = [
+    ("id", "id"),
+    ("prefix", "prefix"),
+    ("name", "name"),
+    ("state", "state"),
+    ("created_at", "created_at"),
+    ("last_used_at", lambda k: k.get("last_used_at") or "never"),
+    ("expires_at", "expires_at"),
+]
+
+AppId = Annotated[str, typer.Argument(help="The App's id (app_...).")]
+KeyId = Annotated[str, typer.Argument(help="The key's id (key_..., from `apps keys list`).")]
+_DURATION = re.compile(r"^(\d+)([smhd]?)$")
+_UNIT_SEC = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(value: str) -> int:
+    """Seconds from `90`, `90s`, `15m`, `24h` or `7d` (a usage error otherwise)."""
+    match = _DURATION.match(value.strip().lower())
+    if match is None:
+        raise typer.BadParameter(
+            f"{value!r} is not a duration: give seconds, or a number with s, m, h or d (e.g. 24h)",
+            param_hint="--grace-period",
+        )
+    return int(match.group(1)) * _UNIT_SEC[match.group(2)]
+
+
+@app.command("list")
+def list_apps(
+    limit: Limit = None, all_: All = False, cursor: Cursor = None, json_flag: JsonFlag = False
+) -> None:
+    """List Apps."""
+    page = fetch_list(client(admin=True).apps, limit, cursor, all_)
+    show_list(page, FIELDS, json_flag=json_flag, empty="no apps")
+
+
+@keys.command("list")
+def list_keys(
+    app_id: AppId, limit: Limit = None, all_: All = False, cursor: Cursor = None, json_flag: JsonFlag = False
+) -> None:
+    """List an App's API keys, newest first: id, prefix, created, last used (never the key itself)."""
+    page = fetch_list(client(admin=True).apps.keys, limit, cursor, all_, app_id)
+    show_list(page, KEY_COLUMNS, json_flag=json_flag, empty="no api keys")
+
+
+@keys.command("create")
+def create_key(
+    app_id: AppId,
+    name: Annotated[str | None, typer.Option(help="What the key is for, e.g. billing-service.")] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Create an API key for an App; the key is printed once, so store it."""
+    created = client(admin=True).apps.keys.create(app_id, name=name)
+    if want_json(json_flag):
+        output.print_json(created)
+        return
+    output.print_detail(created["key"], KEY_COLUMNS)
+    output.print_secret("api_key", created["api_key"])
+
+
+@keys.command("rotate")
+def rotate_key(
+    app_id: AppId,
+    key_id: KeyId,
+    grace_period: Annotated[
+        str,
+        typer.Option(
+            "--grace-period", help="How long the old key keeps working: 90s, 15m, 24h, 7d (0 = stop it now)."
+        ),
+    ] = "24h",
+    json_flag: JsonFlag = False,
+) -> None:
+    """Replace an API key: the new key is printed once; the old one works until the grace period ends."""
+    rotated = client(admin=True).apps.keys.rotate(
+        app_id, key_id, grace_period_sec=parse_duration(grace_period)
+    )
+    if want_json(json_flag):
+        output.print_json(rotated)
+        return
+    output.print_detail(rotated["key"], KEY_COLUMNS)
+    output.print_secret("api_key", rotated["api_key"])
+    previous = rotated.get("previous")
+    until = f"until {previous.get('expires_at')}" if previous else "no longer (revoked now)"
+    output.console().print(f"the old key {key_id} works {until}", markup=False)
+
+
+@keys.command("revoke")
+def revoke_key(app_id: AppId, key_id: KeyId, json_flag: JsonFlag = False) -> None:
+    """Revoke an API key: once this returns (about 10 s), every request that carries it is refused (401)."""
+    revoked = client(admin=True).apps.keys.revoke(app_id, key_id)
+    if want_json(json_flag):
+        output.print_json({**revoked, "revoked": True})
+        return
+    output.console().print(f"revoked {revoked.get('prefix')}… ({key_id})", markup=False)
 
 
 @app.command("create")

@@ -124,11 +124,19 @@ def cancel(run_id: RunId, json_flag: JsonFlag = False) -> None:
 
 @app.command("attempts")
 def attempts(
-    run_id: RunId, limit: Limit = None, all_: All = False, cursor: Cursor = None, json_flag: JsonFlag = False
+    run_id: RunId,
+    limit: Limit = None,
+    all_: All = False,
+    cursor: Cursor = None,
+    detail: Annotated[
+        bool, typer.Option("--detail", help="Add what the HTTP library said about each error (debugging).")
+    ] = False,
+    json_flag: JsonFlag = False,
 ) -> None:
     """A Task Run's Delivery Attempts, oldest first."""
     page = fetch_list(client().task_runs.attempts, limit, cursor, all_, run_id)
-    show_list(page, ATTEMPT_COLUMNS, json_flag=json_flag, empty="no attempts yet")
+    columns = [*ATTEMPT_COLUMNS, ("error_detail", "error_detail")] if detail else ATTEMPT_COLUMNS
+    show_list(page, columns, json_flag=json_flag, empty="no attempts yet")
 
 
 def attempt_line(attempt: Mapping[str, Any]) -> Text:

@@ -39,6 +39,7 @@ FIELDS: list[output.Column] = [
     ("id", "id"),
     ("name", "name"),
     ("cron", "cron"),
+    ("cron_equivalent", "cron_equivalent"),
     ("at", "at"),
     ("timezone", "timezone"),
     ("endpoint_ids", lambda s: s.get("endpoint_ids") or "every active endpoint"),
@@ -70,7 +71,12 @@ FIRE_COLUMNS: list[output.Column] = [
 ]
 
 Name = Annotated[str | None, typer.Option(help="A name.")]
-Cron = Annotated[str | None, typer.Option(help="Cron: 5 fields, or 6 with seconds first.")]
+Cron = Annotated[
+    str | None,
+    typer.Option(
+        help="Cron: 5 fields, or 6 with seconds first; or EventBridge cron(...), rate(...) or at(...)."
+    ),
+]
 At = Annotated[str | None, typer.Option(help="One-time fire time, RFC 3339 (e.g. 2030-01-01T09:00:00Z).")]
 Timezone = Annotated[str | None, typer.Option(help="IANA zone (default UTC).")]
 Endpoint = Annotated[

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Header
 from pydantic import BaseModel
+from pydantic.json_schema import SkipJsonSchema
 
 from edgecron import clock, ids
 from edgecron.api.context import time_left_ms
@@ -23,8 +24,13 @@ from edgecron.domain.idempotency import DONE, Stored
 from edgecron.errors import Conflict, ParamInvalid
 
 IdempotencyKey = Annotated[
-    str | None,
-    Header(alias="idempotency-key", description="makes a create safe to retry for 24 h", max_length=255),
+    str | SkipJsonSchema[None],  # a header is absent or a string, never null
+    Header(
+        alias="idempotency-key",
+        description="makes a create safe to retry for 24 h; not empty, not only spaces",
+        max_length=255,
+        json_schema_extra={"minLength": 1, "pattern": r"\S"},
+    ),
 ]
 #: Response fields shown once and never stored for a replay.
 SECRET_FIELDS = frozenset({"secret", "api_key"})

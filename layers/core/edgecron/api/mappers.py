@@ -8,6 +8,8 @@ from typing import Any
 
 from edgecron.api.pagination import encode_cursor
 from edgecron.clock import iso_ms
+from edgecron.domain import cron as cron_rules
+from edgecron.domain.api_keys import ApiKey
 from edgecron.domain.apps import App
 from edgecron.domain.attempts import Attempt
 from edgecron.domain.endpoints import Endpoint
@@ -26,7 +28,7 @@ from edgecron.domain.vocabulary import (
     ScheduleStatus,
     Source,
 )
-from edgecron.schemas.apps import AccountOut, AppCreated, AppOut
+from edgecron.schemas.apps import AccountOut, AppCreated, AppOut, KeyOut
 from edgecron.schemas.endpoints import EndpointHealthOut, EndpointOut, EndpointWithSecret, RecoverResult
 from edgecron.schemas.events import EventDelivery, EventDetail, EventOut, EventSummary
 from edgecron.schemas.retry_policies import RetryPolicyOut
@@ -53,6 +55,19 @@ def app_out(app: App) -> AppOut:
 
 def app_created(app: App, api_key: str) -> AppCreated:
     return AppCreated(app=app_out(app), api_key=api_key)
+
+
+def key_out(key: ApiKey) -> KeyOut:
+    return KeyOut(
+        id=key.key_id,
+        prefix=key.prefix,
+        name=key.name,
+        state=key.state(),
+        created_at=iso_ms(key.created_at) or "",
+        last_used_at=iso_ms(key.last_used_at),
+        expires_at=iso_ms(key.expires_at * 1000) if key.expires_at is not None else None,
+        replaced_by=key.replaced_by,
+    )
 
 
 def account_out(role: KeyRole, app_id: str | None) -> AccountOut:
@@ -153,6 +168,7 @@ def attempt_out(a: Attempt) -> AttemptOut:
         response_summary=a.response_summary,
         error=a.error,
         error_kind=_kind(a.error_kind),
+        error_detail=a.error_detail,
         outcome=a.outcome,
         trace_id=a.trace_id,
         started_at=iso_ms(a.started_at) or "",
@@ -177,6 +193,7 @@ def schedule_out(v: ScheduleView) -> ScheduleOut:
         id=s.schedule_id,
         name=s.name,
         cron=s.cron,
+        cron_equivalent=cron_rules.equivalent(s.cron),
         at=iso_ms(s.at),
         timezone=s.timezone,
         endpoint_ids=list(s.endpoint_ids or []),

@@ -24,6 +24,16 @@ def encode_cursor(last_key: dict[str, Any] | None) -> str | None:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+def decode_scan_cursor(cursor: str | None, hash_key_name: str) -> dict[str, Any] | None:
+    """Decode a cursor of a table scan (an operator's listing): only its key, a string, else 400."""
+    if not cursor:
+        return None
+    key = _decoded(cursor)
+    if set(key) != {hash_key_name} or "S" not in key[hash_key_name]:
+        raise ParamInvalid("cursor is not valid", "cursor")
+    return key
+
+
 def decode_cursor(
     cursor: str | None, hash_key_name: str, hash_key_value: str | tuple[str, ...]
 ) -> dict[str, Any] | None:
@@ -31,6 +41,14 @@ def decode_cursor(
     of them), else 400."""
     if not cursor:
         return None
+    key = _decoded(cursor)
+    allowed = (hash_key_value,) if isinstance(hash_key_value, str) else hash_key_value
+    if key.get(hash_key_name) not in [{"S": value} for value in allowed]:
+        raise ParamInvalid("cursor is not valid", "cursor")
+    return key
+
+
+def _decoded(cursor: str) -> dict[str, Any]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         key = json.loads(raw)
@@ -43,8 +61,5 @@ def decode_cursor(
         and isinstance(next(iter(v.values())), str)
         for v in key.values()
     ):
-        raise ParamInvalid("cursor is not valid", "cursor")
-    allowed = (hash_key_value,) if isinstance(hash_key_value, str) else hash_key_value
-    if key.get(hash_key_name) not in [{"S": value} for value in allowed]:
         raise ParamInvalid("cursor is not valid", "cursor")
     return key

@@ -1,4 +1,5 @@
-"""Apps and their API keys (stored only as SHA-256 hashes). Reads return `App` entities."""
+"""Apps and their API keys (stored only as SHA-256 hashes). Reads return `App` and `ApiKey`
+entities."""
 
 from __future__ import annotations
 
@@ -6,15 +7,18 @@ import hashlib
 import hmac
 import secrets
 from functools import lru_cache
+from typing import Any
 
-from pynamodb.exceptions import DoesNotExist
+from pynamodb.exceptions import DeleteError, DoesNotExist
 
 from edgecron import clock, ids
 from edgecron.data import run_checks
 from edgecron.data.aws import caller, client
-from edgecron.data.conditional import update_if
+from edgecron.data.conditional import condition_failed, update_if
 from edgecron.data.models import ApiKeyModel, AppModel
+from edgecron.data.paging import Page, query_page
 from edgecron.data.remembered import Remembered
+from edgecron.domain.api_keys import LAST_USED_EVERY_MS, ApiKey, hash_of, key_id_of
 from edgecron.domain.apps import App
 
 KEY_PREFIX = "ek_"
@@ -48,35 +52,137 @@ def create_app(name: str, now_ms: int, monthly_quota: int | None = None) -> tupl
     return to_entity(row), key
 
 
-def create_key(app_id: str, now_ms: int) -> str:
-    key = KEY_PREFIX + secrets.token_urlsafe(32)
-    ApiKeyModel(key_hash=hash_key(key), app_id=app_id, prefix=key[:7], created_at=now_ms).save(
-        condition=ApiKeyModel.key_hash.does_not_exist()
-    )
+def create_key(app_id: str, now_ms: int, name: str | None = None) -> str:
+    """A new key of the App, stored hashed; the key itself is returned once and never again."""
+    key, _ = new_key(app_id, now_ms, name)
     return key
 
 
+def new_key(app_id: str, now_ms: int, name: str | None = None) -> tuple[str, ApiKey]:
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    row = ApiKeyModel(key_hash=hash_key(key), app_id=app_id, prefix=key[:7], created_at=now_ms, name=name)
+    row.save(condition=ApiKeyModel.key_hash.does_not_exist())
+    return key, key_entity(row)
+
+
+def key_entity(row: ApiKeyModel) -> ApiKey:
+    def num(value: Any) -> int | None:
+        return None if value is None else int(value)
+
+    return ApiKey(
+        key_id=key_id_of(row.key_hash),
+        app_id=row.app_id,
+        prefix=row.prefix,
+        created_at=int(row.created_at),
+        name=row.name,
+        last_used_at=num(row.last_used_at),
+        expires_at=num(row.expires_at),
+        replaced_by=row.replaced_by,
+    )
+
+
 def app_for_key(key: str) -> str | None:
-    """The App id of a key, or None. The lookup is by hash, so no comparison leaks timing.
-    A key found is remembered by the container for REMEMBERED_MS, so a busy API reads each key about
-    twice a minute instead of once per request; a key deleted by hand from the table is refused within
-    that time. A key not found is read again each time (it may have been created since)."""
+    """The App id of a key that works now, or None. The lookup is by hash, so no comparison leaks
+    timing. A key found is remembered by the container for KEY_REMEMBERED_MS (with the end of its
+    grace period, if rotated), so a busy API reads each key a few times a minute instead of once per
+    request; the read is strongly consistent, so no container remembers a key longer than
+    KEY_REMEMBERED_MS after it was revoked: a revoke answers only after that (services/api_keys.py).
+    A key not found is read again each time (it may have been created since). The key's last use is
+    recorded when it is read, at most once a minute."""
     digest = hash_key(key)
     now_ms = clock.to_ms(clock.now())
-    remembered = _KEY_APPS.get(digest, now_ms)
-    if remembered is not None:
-        return remembered
+    found = _KEY_APPS.get(digest, now_ms)
+    if found is None:
+        try:
+            row = ApiKeyModel.get(digest, consistent_read=True)
+        except DoesNotExist:
+            return None
+        found = key_entity(row)
+        _KEY_APPS.put(digest, found, now_ms)
+        if found.works_at(now_ms) and found.last_use_due(now_ms):
+            _touch(row, now_ms)
+    return found.app_id if found.works_at(now_ms) else None
+
+
+def forget_key(key_id: str) -> None:
+    """This container no longer remembers the key (it was revoked or rotated here)."""
+    digest = hash_of(key_id)
+    if digest is not None:
+        _KEY_APPS.forget(digest)
+
+
+def _touch(row: ApiKeyModel, now_ms: int) -> None:
+    """Record a use; a concurrent request that recorded one first wins (nothing to do then)."""
+    attr = ApiKeyModel.last_used_at
+    fresh = attr.does_not_exist() | (attr <= now_ms - LAST_USED_EVERY_MS)
+    update_if(row, [attr.set(now_ms)], ApiKeyModel.key_hash.exists() & fresh)
+
+
+def get_key(app_id: str, key_id: str) -> ApiKey | None:
+    """The App's key named by `key_id` (a strongly consistent read), or None."""
+    digest = hash_of(key_id)
+    if digest is None:
+        return None
     try:
-        app_id = str(ApiKeyModel.get(digest).app_id)
+        row = ApiKeyModel.get(digest, consistent_read=True)
     except DoesNotExist:
         return None
-    _KEY_APPS.put(digest, app_id, now_ms)
-    return app_id
+    return key_entity(row) if row.app_id == app_id else None
 
 
-# What the API remembers of a key's App and an App's quota, and for how long.
+def keys_page(app_id: str, limit: int, cursor: dict[str, Any] | None) -> Page[ApiKey]:
+    """The App's keys, newest first (rotated keys past their grace period are left out)."""
+    now_s = clock.to_ms(clock.now()) // 1000
+    exp = ApiKeyModel.expires_at
+    page = query_page(
+        ApiKeyModel,
+        app_id,
+        limit,
+        cursor,
+        index=ApiKeyModel.app_keys,
+        filter_condition=exp.does_not_exist() | (exp > now_s),
+    )
+    return Page([key_entity(row) for row in page.items], page.last_key)
+
+
+def expire_key(app_id: str, key_id: str, expires_at_s: int, replaced_by: str) -> ApiKey | None:
+    """Give the key its end (rotation); None when it is not the App's, or is already expiring."""
+    digest = hash_of(key_id)
+    if digest is None:
+        return None
+    row = ApiKeyModel(key_hash=digest)
+    condition = (ApiKeyModel.app_id == app_id) & ApiKeyModel.expires_at.does_not_exist()
+    actions = [ApiKeyModel.expires_at.set(expires_at_s), ApiKeyModel.replaced_by.set(replaced_by)]
+    return key_entity(row) if update_if(row, actions, condition) else None
+
+
+def delete_key(app_id: str, key_id: str) -> bool:
+    """Delete the App's key; False when there is none. Containers that remember it forget it within
+    KEY_REMEMBERED_MS."""
+    digest = hash_of(key_id)
+    if digest is None:
+        return False
+    try:
+        ApiKeyModel(key_hash=digest).delete(condition=ApiKeyModel.app_id == app_id)
+    except DeleteError as exc:
+        if condition_failed(exc):
+            return False
+        raise
+    return True
+
+
+def apps_page(limit: int, cursor: dict[str, Any] | None) -> Page[App]:
+    """Every App, in no particular order, a page at a time (an operator's listing: a table scan)."""
+    result = AppModel.scan(limit=limit, last_evaluated_key=cursor, page_size=limit)
+    rows = list(result)
+    last = result.last_evaluated_key if len(rows) >= limit else None
+    return Page([to_entity(row) for row in rows], last or None)
+
+
+# What the API remembers of an App's key and quota, and for how long.
+KEY_REMEMBERED_MS = 10_000
 REMEMBERED_MS = 30_000
-_KEY_APPS: Remembered[str] = Remembered(max_age_ms=REMEMBERED_MS)  # key hash → App id
+_KEY_APPS: Remembered[ApiKey] = Remembered(max_age_ms=KEY_REMEMBERED_MS)  # key hash → its key
 _QUOTAS: Remembered[App] = Remembered(max_age_ms=REMEMBERED_MS)  # App id → App
 
 

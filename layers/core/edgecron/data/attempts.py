@@ -18,7 +18,7 @@ from edgecron.data.models import AttemptModel, AttemptRecord, TaskRunModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain.attempts import Attempt
 
-# Text kept in the run item at most (response summary + error): the run item stays under 1 KB, so its
+# Text kept in the run item at most (response summary + error + its detail): the run item stays under 1 KB, so its
 # later writes (finish, a retry's claim) cost one write unit as before.
 INLINE_TEXT_MAX = 320
 _FIELDS = (
@@ -31,6 +31,7 @@ _FIELDS = (
     "response_summary",
     "error",
     "error_kind",
+    "error_detail",
     "outcome",
     "trace_id",
     "started_at",
@@ -54,6 +55,7 @@ def _entity(item: AttemptModel | AttemptRecord, run_id: str, app_id: str) -> Att
         response_summary=item.response_summary,
         error=item.error,
         error_kind=item.error_kind,
+        error_detail=getattr(item, "error_detail", None),
         outcome=str(item.outcome),
         started_at=int(item.started_at),
         trace_id=item.trace_id,
@@ -75,7 +77,7 @@ def put(attempt: Attempt) -> None:
 
 def fits_in_run(attempt: Attempt) -> bool:
     """Whether `attempt` may be kept inside its run item: the first of the run, and small."""
-    text = len(attempt.response_summary or "") + len(attempt.error or "")
+    text = len(attempt.response_summary or "") + len(attempt.error or "") + len(attempt.error_detail or "")
     return int(attempt.seq) == 1 and text <= INLINE_TEXT_MAX
 
 

@@ -54,6 +54,17 @@ class AppModel(Model):
     operational_subscriptions = ListAttribute[str](of=UnicodeAttribute, null=True)  # type: ignore[arg-type]
 
 
+class AppKeysIndex(GlobalSecondaryIndex["ApiKeyModel"]):
+    """An App's keys, by creation time (what the operator lists)."""
+
+    class Meta:
+        index_name = "app_keys"
+        projection = AllProjection()
+
+    app_id = UnicodeAttribute(hash_key=True)
+    created_at = NumberAttribute(range_key=True)
+
+
 class ApiKeyModel(Model):
     """Keys are stored as SHA-256 hashes; the lookup by hash is one GetItem."""
 
@@ -65,6 +76,11 @@ class ApiKeyModel(Model):
     app_id = UnicodeAttribute()
     prefix = UnicodeAttribute()
     created_at = NumberAttribute()
+    name = UnicodeAttribute(null=True)
+    last_used_at = NumberAttribute(null=True)
+    expires_at = NumberAttribute(null=True)  # epoch s: a rotated key works until then (and TTL)
+    replaced_by = UnicodeAttribute(null=True)  # the id of the key that replaced it
+    app_keys = AppKeysIndex()
 
 
 class SigningSecret(MapAttribute[str, Any]):
@@ -284,6 +300,7 @@ class AttemptRecord(MapAttribute[str, Any]):
     response_summary = UnicodeAttribute(null=True)
     error = UnicodeAttribute(null=True)
     error_kind = UnicodeAttribute(null=True)
+    error_detail = UnicodeAttribute(null=True)
     outcome = UnicodeAttribute()
     trace_id = UnicodeAttribute(null=True)
     started_at = NumberAttribute()
@@ -359,6 +376,7 @@ class AttemptModel(Model):
     response_summary = UnicodeAttribute(null=True)
     error = UnicodeAttribute(null=True)
     error_kind = UnicodeAttribute(null=True)
+    error_detail = UnicodeAttribute(null=True)
     outcome = UnicodeAttribute()
     trace_id = UnicodeAttribute(null=True)
     started_at = NumberAttribute()

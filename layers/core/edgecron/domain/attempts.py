@@ -23,3 +23,4 @@ class Attempt:
     started_at: int
     trace_id: str | None = None
     expires_at: int | None = None
+    error_detail: str | None = None  # what the HTTP library or the OS said, for debugging

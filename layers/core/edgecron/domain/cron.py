@@ -20,6 +20,10 @@ Syntax
   (Vixie-cron semantics); use ``?`` or ``*`` in one of them to mean "only the other".
 * Rejected with a message: ``H``/``R`` (hashed/random), Quartz ``5L``, ``LW``, ``L-3``, a 7th
   (year) field, ``@reboot``, and expressions that never fire (``0 0 30 2 *``).
+* EventBridge Scheduler expressions ``cron(...)``, ``rate(...)`` and ``at(...)`` are read through
+  their translation (:mod:`edgecron.domain.eventbridge`): a cron expression above, and for a
+  ``cron(...)`` with a year or an ``at(...)``, the years it is limited to (``CronSpec.years``, in the
+  schedule's zone: no fire before January 1 of the first or from January 1 after the last).
 
 The DST rule (enforced here, not by croniter)
 ---------------------------------------------
@@ -60,15 +64,19 @@ from croniter import (
     croniter,
 )
 
+from edgecron.domain import eventbridge
+
 __all__ = [
     "AT_GRACE",
     "MAX_PREVIEW",
     "CronError",
     "CronSpec",
     "FireShape",
+    "check_not_over",
     "check_steps",
     "check_zone_name",
     "count_fires_between",
+    "equivalent",
     "fire_shape",
     "fires_between",
     "is_frequent",
@@ -135,12 +143,16 @@ class CronSpec:
     """A validated cron schedule. Build it with :func:`parse_cron`.
 
     ``expression`` is the user's expression with whitespace normalised (seconds first when it
-    has 6 fields); ``has_seconds`` tells whether it has a seconds field.
+    has 6 fields); ``has_seconds`` tells whether it has a seconds field. For an EventBridge
+    expression, ``expression`` is its translation, ``given`` the expression as written and ``years``
+    the years it is limited to (first, last), if any.
     """
 
     expression: str
     timezone: str
     has_seconds: bool
+    years: tuple[int, int] | None = None
+    given: str | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -375,7 +387,8 @@ def check_steps(expression: str) -> str:
     """A cron expression a schedule may be given: no step larger than its field's range
     (``*/1000`` seconds, ``0-59/61`` minutes are typos). Applied where definitions are accepted,
     like :func:`check_zone_name`. Raises :class:`CronError` (``field="cron"``)."""
-    _, fields = _split(expression)
+    translation = _translate(expression)
+    _, fields = _split(translation.cron if translation else expression)
     names = _FIELDS_6 if len(fields) == 6 else _FIELDS_5
     for name, value in zip(names, fields, strict=True):
         for element in value.split(","):
@@ -388,15 +401,64 @@ def check_steps(expression: str) -> str:
     return expression
 
 
+def _translate(expression: str) -> eventbridge.Translation | None:
+    try:
+        return eventbridge.translate(expression)
+    except eventbridge.EventBridgeError as exc:
+        raise CronError(str(exc)) from None
+
+
+def equivalent(expression: str | None) -> str | None:
+    """What an EventBridge expression runs as, for people (``"0 9 * * MON-FRI"``,
+    ``"0 0 9 1 1 * (year 2027)"``); None for any other expression, or one that cannot be read."""
+    if expression is None:
+        return None
+    try:
+        translation = _translate(expression)
+    except CronError:
+        return None
+    return translation.shown if translation else None
+
+
 def parse_cron(expression: str, timezone: str = "UTC") -> CronSpec:
     """Validate ``expression`` in ``timezone`` and return its :class:`CronSpec`.
 
     Raises :class:`CronError` (``field="cron"`` or ``"timezone"``) with a readable message.
     """
-    normalised, fields = _split(expression)
-    spec = CronSpec(expression=normalised, timezone=timezone, has_seconds=len(fields) == 6)
-    _compile(spec.expression, spec.timezone)
+    translation = _translate(expression)
+    if translation is None:
+        normalised, fields = _split(expression)
+        spec = CronSpec(expression=normalised, timezone=timezone, has_seconds=len(fields) == 6)
+        _compile(spec.expression, spec.timezone)
+        return spec
+    normalised, fields = _split(translation.cron)
+    spec = CronSpec(
+        expression=normalised,
+        timezone=timezone,
+        has_seconds=len(fields) == 6,
+        years=translation.years,
+        given=expression.strip(),
+    )
+    try:
+        _compile(spec.expression, spec.timezone)
+    except CronError as exc:
+        if exc.field != "cron":
+            raise
+        raise CronError(f"{spec.given}: {exc.message}") from None
     return spec
+
+
+def check_not_over(spec: CronSpec, now: datetime) -> None:
+    """A schedule being created or edited must have a fire time left: an ``at(...)`` or a
+    ``cron(...)`` year that has passed is refused. Raises :class:`CronError` (``field="cron"``)."""
+    if spec.years is None or next_fire(spec, now) is not None:
+        return
+    first, last = spec.years
+    years = str(first) if first == last else f"{first}-{last}"
+    raise CronError(
+        f"{spec.given or spec.expression} has no fire time left after "
+        f"{now.astimezone(UTC).isoformat()}: its time in {years} has passed"
+    )
 
 
 @dataclass(frozen=True)
@@ -419,11 +481,12 @@ class FireShape:
 def fire_shape(spec: CronSpec) -> FireShape:
     p = _compile(spec.expression, spec.timezone)
     days = p.day_sets
+    every_day = days is not None and days.months is None and days.doms is None and not days.last_dom
     return FireShape(
         seconds=len(p.seconds),
         minutes=len(p.minutes),
         hours=len(p.hours),
-        every_month_day=days is not None and days.months is None and days.doms is None and not days.last_dom,
+        every_month_day=every_day and spec.years is None,  # a few years: not every year
     )
 
 
@@ -804,12 +867,30 @@ def _count(p: _Compiled, lo: int, hi: int) -> int:
 # --------------------------------------------------------------------------------------------
 
 
+def _year_bounds(spec: CronSpec, p: _Compiled) -> tuple[int, int] | None:
+    """[first instant, end instant) of the years an EventBridge expression is limited to, in the
+    schedule's zone; None when it fires in every year."""
+    if spec.years is None:
+        return None
+    first, last = spec.years
+    start = datetime(first, 1, 1, tzinfo=p.zone)
+    end = datetime(last + 1, 1, 1, tzinfo=p.zone)
+    return to_epoch_seconds(start), to_epoch_seconds(end)
+
+
+def _after_in(bounds: tuple[int, int] | None, after: int) -> int:
+    return after if bounds is None else max(after, bounds[0] - 1)
+
+
+def _before_in(bounds: tuple[int, int] | None, before: int) -> int:
+    return before if bounds is None else min(before, bounds[1])
+
+
 def next_fire(spec: CronSpec, after: datetime) -> datetime | None:
     """The first fire time strictly after ``after`` (aware), as UTC; None if there is none."""
     _require_aware(after, "after")
-    p = _compile(spec.expression, spec.timezone)
-    found = next(_fires_after(p, to_epoch_seconds(after)), None)
-    return None if found is None else _to_dt(found)
+    found = fires_between(spec, after, None, 1)
+    return found[0] if found else None
 
 
 def next_fires(spec: CronSpec, after: datetime, n: int) -> list[datetime]:
@@ -823,8 +904,11 @@ def prev_fire(spec: CronSpec, before: datetime) -> datetime | None:
     """The last fire time strictly before ``before`` (aware), as UTC; None if there is none."""
     _require_aware(before, "before")
     p = _compile(spec.expression, spec.timezone)
-    found = next(_fires_before(p, _ceil_seconds(before)), None)
-    return None if found is None else _to_dt(found)
+    bounds = _year_bounds(spec, p)
+    found = next(_fires_before(p, _before_in(bounds, _ceil_seconds(before))), None)
+    if found is None or (bounds is not None and found < bounds[0]):
+        return None
+    return _to_dt(found)
 
 
 def fires_between(
@@ -842,10 +926,13 @@ def fires_between(
         _require_aware(end_exclusive, "end_exclusive")
         end = _ceil_seconds(end_exclusive)
     p = _compile(spec.expression, spec.timezone)
+    bounds = _year_bounds(spec, p)
+    if bounds is not None:
+        end = bounds[1] if end is None else min(end, bounds[1])
     out: list[datetime] = []
     if limit == 0:
         return out
-    for ts in _fires_after(p, to_epoch_seconds(start_exclusive)):
+    for ts in _fires_after(p, _after_in(bounds, to_epoch_seconds(start_exclusive))):
         if end is not None and ts >= end:
             break
         out.append(_to_dt(ts))
@@ -865,11 +952,12 @@ def latest_fires_between(
     if limit < 0:
         raise ValueError("limit must be >= 0")
     p = _compile(spec.expression, spec.timezone)
-    start = to_epoch_seconds(start_exclusive)
+    bounds = _year_bounds(spec, p)
+    start = _after_in(bounds, to_epoch_seconds(start_exclusive))
     out: list[int] = []
     if limit == 0:
         return []
-    for ts in _fires_before(p, _ceil_seconds(end_exclusive)):
+    for ts in _fires_before(p, _before_in(bounds, _ceil_seconds(end_exclusive))):
         if ts <= start:
             break
         out.append(ts)
@@ -886,8 +974,9 @@ def count_fires_between(spec: CronSpec, start_exclusive: datetime, end_exclusive
     _require_aware(start_exclusive, "start_exclusive")
     _require_aware(end_exclusive, "end_exclusive")
     p = _compile(spec.expression, spec.timezone)
-    lo = to_epoch_seconds(start_exclusive) + 1
-    hi = _ceil_seconds(end_exclusive)
+    bounds = _year_bounds(spec, p)
+    lo = _after_in(bounds, to_epoch_seconds(start_exclusive)) + 1
+    hi = _before_in(bounds, _ceil_seconds(end_exclusive))
     return _count(p, lo, hi) if lo < hi else 0
 
 

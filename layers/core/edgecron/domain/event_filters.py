@@ -33,6 +33,9 @@ WILDCARD = "*"
 OPERATIONAL_PREFIX = "edgecron."
 ALL_OPERATIONAL = OPERATIONAL_PREFIX + WILDCARD
 _NAME = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+#: An event name a client may publish, as one regular expression: the grammar of _NAME, outside
+#: the operational prefix.
+NAME_PATTERN = r"^(?!edgecron\.)[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$"
 _PATTERN = re.compile(r"^(\*|[A-Za-z0-9_-]+(\.([A-Za-z0-9_-]+|\*))*)$")
 
 

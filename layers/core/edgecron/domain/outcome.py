@@ -13,7 +13,7 @@ attempt                               retryable?   outcome
                                                    not sent: replayable once re-enabled
 ``refused`` (SSRF and similar)        no           ``failed`` "target refused: ..."
 ``invalid_request`` (not sendable)    no           ``failed`` "request not sent: ..."
-``timeout``                           yes          "timeout"
+``timeout``                           yes          "timed out after N ms" (or "timeout")
 ``network``                           yes          "network error: ..."
 ``invalid_response`` (broken HTTP)    yes          "invalid response: ..."
 ``redirect`` or HTTP 3xx              no           ``failed``, redirects are not followed
@@ -77,11 +77,13 @@ class AttemptResult:
     """What one outbound HTTP call produced."""
 
     status_code: int | None
-    # e.g. "timeout", "connection_error: ...", "redirect_not_followed", "ssrf_refused: ..."
+    # a short sentence for people, e.g. "connection refused (203.0.113.9:443)", "timed out after
+    # 5000 ms", "DNS lookup failed (hooks.example.com)", "TLS certificate not trusted (...)"
     error: str | None = None
     error_kind: ErrorKind | None = None
     retry_after: str | None = None  # the raw Retry-After header value
     retry_directive: str | None = None  # the raw edgecron-retry header value
+    error_detail: str | None = None  # what the HTTP library or the OS said, for debugging
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,11 @@ def _with_detail(label: str, error: str | None) -> str:
     if not error:
         return label
     return error if error.startswith(f"{label}:") else f"{label}: {error}"
+
+
+def _timeout_reason(error: str | None) -> str:
+    """The sender's own sentence ("timed out after 5000 ms") when it wrote one, else "timeout"."""
+    return error if error is not None and error.startswith("timed out") else "timeout"
 
 
 def _quote(raw: str) -> str:
@@ -135,7 +142,7 @@ def _classify(result: AttemptResult, now: datetime) -> _Verdict:
     if kind == "invalid_request":
         return _Verdict("terminal", _with_detail("request not sent", result.error))
     if kind == "timeout":
-        return _Verdict("retryable", "timeout")
+        return _Verdict("retryable", _timeout_reason(result.error))
     if kind == "network":
         return _Verdict("retryable", _with_detail("network error", result.error))
     if kind == "invalid_response":

@@ -16,6 +16,7 @@ from pydantic import (
     StringConstraints,
 )
 from pydantic import Strict as PydanticStrict
+from pydantic.json_schema import SkipJsonSchema
 
 MAX_PAYLOAD_BYTES = 200 * 1024  # fits one SQS message (256 KiB) with the envelope
 MAX_BODY_BYTES = 1024 * 1024  # a whole request body; a payload over its own limit still gets a 413 naming it
@@ -76,3 +77,17 @@ def _computable(value: datetime) -> datetime:
 Rfc3339 = Annotated[
     AwareDatetime, BeforeValidator(_rfc3339_text), AfterValidator(_computable), PydanticStrict(False)
 ]
+
+
+#: The null a PATCH field may not be set to: the field may be left out (it stays as it is), but the
+#: OpenAPI document does not offer null, and the service answers 400 "<field> cannot be null".
+NotNull = SkipJsonSchema[None]
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+def unchanged(description: str | None = None, **constraints: Any) -> Any:
+    """A PATCH field that is left as it is when the request leaves it out (no default in the document)."""
+    return Field(default=None, description=description, json_schema_extra=_no_default, **constraints)

@@ -25,7 +25,7 @@ from edgecron.domain.endpoint_health import (
 from edgecron.domain.flow_control import MAX_IN_FLIGHT, MAX_PER_SEC, MIN_PER_SEC
 from edgecron.domain.http_headers import header_problem
 from edgecron.domain.vocabulary import DisabledReason, HealthState, HttpMethod
-from edgecron.schemas.common import Description, FromText, Id, Page, Rfc3339, Strict
+from edgecron.schemas.common import Description, FromText, Id, NotNull, Page, Rfc3339, Strict, unchanged
 
 MAX_URL = 2048
 MAX_HEADERS = 20
@@ -135,18 +135,24 @@ class EndpointCreate(Strict):
 
 
 class EndpointUpdate(Strict):
-    url: Url | None = None
-    description: Description | None = None
-    method: Annotated[HttpMethod, FromText] | None = None
-    headers: Headers | None = None
-    timeout_ms: TimeoutMs | None = None
-    retry_policy_id: Id | None = None
-    filter_events: list[EventPattern] | None = Field(default=None, max_length=50)
-    active: StrictBool | None = Field(
-        default=None, description="true re-enables a disabled Endpoint and starts its health afresh"
+    """Only the fields given change. Null clears `description`, sets `retry_policy_id` back to the
+    default policy and removes the `max_per_sec` and `max_in_flight` limits; the other fields cannot be
+    null (give `headers: {}` or `filter_events: []` to empty them)."""
+
+    url: Url | NotNull = unchanged()
+    description: Description | None = Field(default=None, description="null clears the description")
+    method: Annotated[HttpMethod, FromText] | NotNull = unchanged()
+    headers: Headers | NotNull = unchanged("replaces every custom header; {} removes them all")
+    timeout_ms: TimeoutMs | NotNull = unchanged()
+    retry_policy_id: Id | None = Field(default=None, description="null: the default retry policy")
+    filter_events: Annotated[list[EventPattern], Field(max_length=50)] | NotNull = unchanged(
+        "replaces the patterns; [] receives no events"
     )
-    disable_after_failures: DisableAfterFailures | None = None
-    disable_after_sec: DisableAfterSec | None = None
+    active: StrictBool | NotNull = unchanged(
+        "true re-enables a disabled Endpoint and starts its health afresh"
+    )
+    disable_after_failures: DisableAfterFailures | NotNull = unchanged()
+    disable_after_sec: DisableAfterSec | NotNull = unchanged()
     max_per_sec: MaxPerSec | None = Field(default=None, description="null removes the rate limit")
     max_in_flight: MaxInFlight | None = Field(default=None, description="null removes the limit")
 

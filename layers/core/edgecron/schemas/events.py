@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, Field, StringConstraints, WithJsonSchema
 
-from edgecron.domain.event_filters import MAX_NAME_LENGTH, validate_name
+from edgecron.domain.event_filters import MAX_NAME_LENGTH, NAME_PATTERN, validate_name
 from edgecron.domain.vocabulary import FanoutStatus, RunStatus
 from edgecron.schemas.common import Page, Strict
 
@@ -14,11 +14,23 @@ EventName = Annotated[
     str,
     StringConstraints(min_length=1, max_length=MAX_NAME_LENGTH),
     AfterValidator(validate_name),
+    # what validate_name enforces, for clients; the server's own check gives the friendlier message
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_NAME_LENGTH,
+            "pattern": NAME_PATTERN,
+        }
+    ),
 ]
 
 
 class EventCreate(Strict):
-    name: EventName = Field(description="dotted segments of letters, digits, '_' or '-', e.g. invoice.paid")
+    name: EventName = Field(
+        description="dotted segments of letters, digits, '_' or '-', e.g. invoice.paid; "
+        "names under 'edgecron.' are EdgeCron's own operational events"
+    )
     payload: Any = Field(default=None, description="any JSON value; delivered as the `data` of the envelope")
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field, StrictBool
 
 from edgecron.domain.vocabulary import RetryStrategy
-from edgecron.schemas.common import FromText, Name, Page, Strict
+from edgecron.schemas.common import FromText, Name, NotNull, Page, Strict, unchanged
 
 
 class RetryPolicyCreate(Strict):
@@ -20,12 +20,14 @@ class RetryPolicyCreate(Strict):
 
 
 class RetryPolicyUpdate(Strict):
-    name: Name | None = None
-    strategy: Annotated[RetryStrategy, FromText] | None = None
-    max_attempts: int | None = Field(default=None, ge=1, le=20)
-    base_delay_sec: int | None = Field(default=None, ge=1, le=86_400)
-    max_delay_sec: int | None = Field(default=None, ge=1, le=86_400)
-    jitter: StrictBool | None = None
+    """Only the fields given change. `name: null` clears the name; the other fields cannot be null."""
+
+    name: Name | None = Field(default=None, description="null clears the name")
+    strategy: Annotated[RetryStrategy, FromText] | NotNull = unchanged()
+    max_attempts: Annotated[int, Field(ge=1, le=20)] | NotNull = unchanged("including the first attempt")
+    base_delay_sec: Annotated[int, Field(ge=1, le=86_400)] | NotNull = unchanged()
+    max_delay_sec: Annotated[int, Field(ge=1, le=86_400)] | NotNull = unchanged()
+    jitter: StrictBool | NotNull = unchanged()
 
 
 class RetryPolicyOut(BaseModel):

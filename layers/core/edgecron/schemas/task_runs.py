@@ -61,8 +61,13 @@ class AttemptOut(BaseModel):
     status_code: int | None
     latency_ms: int
     response_summary: str | None
-    error: str | None
+    error: str | None = Field(
+        description="what went wrong, as a short sentence (e.g. 'connection refused (203.0.113.9:443)')"
+    )
     error_kind: ErrorKind | None
+    error_detail: str | None = Field(
+        default=None, description="what the HTTP library or the operating system said, for debugging"
+    )
     outcome: str
     trace_id: str | None
     started_at: str

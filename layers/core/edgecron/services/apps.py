@@ -29,6 +29,11 @@ def create(name: str, now_ms: int, monthly_quota: int | None) -> tuple[App, str]
     return data.create_app(name, now_ms, monthly_quota)
 
 
+def apps_page(limit: int, cursor: dict[str, Any] | None) -> Page[App]:
+    """Every App, a page at a time (the operator's listing)."""
+    return data.apps_page(limit, cursor)
+
+
 def set_quota(app_id: str, monthly_quota: int | None) -> App:
     """Set or clear the quota. A quota reads the month's counter alone: the runs the scan's check
     counted on the App's mark go to the counter first."""

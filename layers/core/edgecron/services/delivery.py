@@ -337,7 +337,7 @@ def _attempt(ctx: DeliveryContext, endpoint: Endpoint, now_ms: int, ends_by: flo
     custom, problem = _custom_headers(endpoint)
     if problem is not None:
         return HttpOutcome(
-            AttemptResult(None, f"invalid_header: {problem}", ErrorKind.INVALID_REQUEST), 0, None
+            AttemptResult(None, f"header not sendable: {problem}", ErrorKind.INVALID_REQUEST), 0, None
         )
     body = request_body(run.payload, endpoint.method)
     headers = {**custom, **edgecron_headers(USER_AGENT, int(run.attempt_count), _fire_of(run))}
@@ -374,6 +374,7 @@ def _attempt_of(
         response_summary=outcome.response_summary if outcome else None,
         error=result.error,
         error_kind=result.error_kind,
+        error_detail=result.error_detail,
         outcome=decision.outcome,
         trace_id=_trace_id(),
         started_at=started_ms,

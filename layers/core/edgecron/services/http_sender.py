@@ -18,6 +18,7 @@ blocked anywhere returns at once and the attempt is recorded as a timeout.
 from __future__ import annotations
 
 import contextlib
+import errno
 import heapq
 import http.client
 import itertools
@@ -28,6 +29,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -282,36 +284,103 @@ def _connect_failed(exc: BaseException) -> bool:
     return isinstance(reason, MaxRetryError) and isinstance(reason.reason, ConnectTimeoutError)
 
 
-def _classify(exc: BaseException, deadline: _Deadline, timeout_ms: int) -> tuple[str, ErrorKind]:
-    """What a failed send or read was, as an attempt's error and kind."""
+@dataclass(frozen=True)
+class _Failure:
+    """A failed send as a person reads it (``error``, a short sentence), what the library said
+    (``detail``, kept for debugging) and the attempt's kind."""
+
+    error: str
+    detail: str | None
+    kind: ErrorKind
+
+
+def _where(target: ResolvedTarget) -> str:
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    return f"{host}:{target.port}"
+
+
+def _detail(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {_short(exc)}"
+
+
+def _invalid_response(causes: list[BaseException]) -> str | None:
+    """What was wrong with an answer that is not HTTP, or None when the answer was not the problem."""
+    if any(isinstance(c, http.client.RemoteDisconnected) for c in causes):
+        return None
+    for c in causes:
+        if isinstance(c, http.client.LineTooLong):
+            return "response status line or header too long"
+        if isinstance(c, http.client.BadStatusLine):
+            return "response is not HTTP (bad status line)"
+        if isinstance(c, ResponseHeaderInvalid):
+            return "response has a malformed header"
+        if isinstance(c, DecodeError):
+            return "response body could not be decoded (Content-Encoding)"
+        if type(c) is http.client.HTTPException:  # "got more than 100 headers"
+            return "response has too many headers"
+    return None
+
+
+def _network(causes: list[BaseException], target: ResolvedTarget) -> str | None:
+    """A short sentence for a connection that failed, from the OS or TLS error under it."""
+    where = _where(target)
+    for c in causes:
+        if isinstance(c, ssl.SSLCertVerificationError):
+            reason = c.verify_message or "verification failed"
+            return f"TLS certificate not trusted ({target.host}: {reason})"
+    for c in causes:
+        if isinstance(c, ConnectionRefusedError):
+            return f"connection refused ({where})"
+        if isinstance(c, ConnectionResetError):
+            return f"connection reset by the receiver ({where})"
+        if isinstance(c, http.client.RemoteDisconnected):
+            return f"connection closed by the receiver before a response ({where})"
+        if isinstance(c, ssl.SSLError):
+            return f"TLS handshake failed ({where})"
+        if isinstance(c, OSError) and c.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+            return f"host unreachable ({where})"
+        if isinstance(c, (BrokenPipeError, ConnectionAbortedError)):
+            return f"connection closed by the receiver while sending the request ({where})"
+    return None
+
+
+def _classify(exc: BaseException, deadline: _Deadline, timeout_ms: int, target: ResolvedTarget) -> _Failure:
+    """What a failed send or read was, as a sentence, the raw detail and the attempt's kind."""
     if deadline.expired:
-        return f"timeout after {round(deadline.seconds * 1000)} ms (total deadline)", ErrorKind.TIMEOUT
+        return _Failure(
+            f"timed out after {round(deadline.seconds * 1000)} ms",
+            f"total deadline passed ({_detail(exc)})",
+            ErrorKind.TIMEOUT,
+        )
     causes = list(_causes(exc))
     if any(isinstance(c, (requests.Timeout, ReadTimeoutError, socket.timeout)) for c in causes):
-        return f"timeout after {timeout_ms} ms ({type(exc).__name__})", ErrorKind.TIMEOUT
-    if not any(isinstance(c, http.client.RemoteDisconnected) for c in causes) and any(
-        isinstance(
-            c, (http.client.BadStatusLine, http.client.LineTooLong, ResponseHeaderInvalid, DecodeError)
-        )
-        or type(c) is http.client.HTTPException  # "got more than 100 headers"
-        for c in causes
-    ):
-        return f"invalid_response: {_short(exc)}", ErrorKind.INVALID_RESPONSE
+        return _Failure(f"timed out after {timeout_ms} ms", _detail(exc), ErrorKind.TIMEOUT)
+    invalid = _invalid_response(causes)
+    if invalid is not None:
+        return _Failure(invalid, _detail(exc), ErrorKind.INVALID_RESPONSE)
+    network = _network(causes, target)
+    if network is not None:
+        return _Failure(network, _detail(exc), ErrorKind.NETWORK)
     if isinstance(exc, requests.ConnectionError):
-        return f"connection_error: {_short(exc)}", ErrorKind.NETWORK
+        return _Failure(f"connection failed ({_where(target)})", _detail(exc), ErrorKind.NETWORK)
     if isinstance(exc, (UnicodeError, ValueError, TypeError)):  # raised while encoding the request
-        return f"request_error: {type(exc).__name__}: {_short(exc)}", ErrorKind.INVALID_REQUEST
-    return f"request_error: {type(exc).__name__}: {_short(exc)}", ErrorKind.NETWORK
+        return _Failure("request could not be encoded as stored", _detail(exc), ErrorKind.INVALID_REQUEST)
+    return _Failure(f"request failed ({_where(target)})", _detail(exc), ErrorKind.NETWORK)
 
 
 def _elapsed_ms(started: float) -> int:
     return int((time.perf_counter() - started) * 1000)
 
 
-def _failed(error: str, kind: ErrorKind, started: float, status: int | None = None) -> HttpOutcome:
-    return HttpOutcome(
-        AttemptResult(status_code=status, error=error, error_kind=kind), _elapsed_ms(started), None
-    )
+def _failed(
+    error: str, kind: ErrorKind, started: float, status: int | None = None, detail: str | None = None
+) -> HttpOutcome:
+    result = AttemptResult(status_code=status, error=error, error_kind=kind, error_detail=detail)
+    return HttpOutcome(result, _elapsed_ms(started), None)
+
+
+def _failed_with(failure: _Failure, started: float, status: int | None = None) -> HttpOutcome:
+    return _failed(failure.error, failure.kind, started, status, failure.detail)
 
 
 def send(
@@ -329,19 +398,23 @@ def send(
     try:
         target = target_guard.check_url(url)
     except TargetUnresolvable as exc:  # DNS may come back: a retryable network error
-        return _failed(f"dns_error: {exc}", ErrorKind.NETWORK, started)
+        host = _host_of(url)
+        return _failed(f"DNS lookup failed ({host})", ErrorKind.NETWORK, started, detail=str(exc))
     except TargetRefused as exc:
         return _failed(f"target refused: {exc}", ErrorKind.REFUSED, started)
     except Exception as exc:  # a URL stored by an older version the guard chokes on
-        return _failed(
-            f"invalid_url: {type(exc).__name__}: {_short(exc)}", ErrorKind.INVALID_REQUEST, started
-        )
+        return _failed("URL cannot be delivered to", ErrorKind.INVALID_REQUEST, started, detail=_detail(exc))
 
     budget = timeout_ms / 1000
     if ends_by is not None:
         budget = min(budget, ends_by - time.monotonic())
     if budget <= 0:
-        return _failed("timeout: no time left before the worker's deadline", ErrorKind.TIMEOUT, started)
+        return _failed(
+            "timed out: no time left before the worker's deadline",
+            ErrorKind.TIMEOUT,
+            started,
+            detail=f"remaining budget {round(budget * 1000)} ms",
+        )
     deadline = _Deadline(budget)
     _local.deadline = deadline
     try:
@@ -360,19 +433,20 @@ def _send_within(
     timeout_ms: int,
     started: float,
 ) -> HttpOutcome:
-    error: str = "no address to connect to"
-    kind: ErrorKind = ErrorKind.NETWORK
     addresses = target.addresses[:MAX_CONNECT_ADDRESSES]
     for index, address in enumerate(addresses):
         try:
             request = _prepare(method, target, address, headers, body)
         except Exception as exc:  # nothing was sent: the stored request is unsendable
             return _failed(
-                f"request_error: {type(exc).__name__}: {_short(exc)}", ErrorKind.INVALID_REQUEST, started
+                "request could not be encoded as stored",
+                ErrorKind.INVALID_REQUEST,
+                started,
+                detail=_detail(exc),
             )
         remaining = deadline.remaining()
         if remaining <= 0:
-            return _failed(*_classify(TimeoutError(), deadline, timeout_ms), started)
+            return _failed_with(_classify(TimeoutError(), deadline, timeout_ms, target), started)
         status: int | None = None
         try:
             with _adapter().send(
@@ -386,7 +460,8 @@ def _send_within(
                 result = AttemptResult(
                     status_code=status,
                     error_kind=ErrorKind.REDIRECT if redirect else None,
-                    error="redirect_not_followed" if redirect else None,
+                    error=f"redirect not followed (HTTP {status})" if redirect else None,
+                    error_detail=_location(response.headers.get("location")) if redirect else None,
                     retry_after=retry_after,
                     retry_directive=directive,
                 )
@@ -396,9 +471,21 @@ def _send_within(
             last = index == len(addresses) - 1
             if not last and status is None and _connect_failed(exc) and not deadline.expired:
                 continue
-            error, kind = _classify(exc, deadline, timeout_ms)
-            return _failed(error, kind, started, status)
-    return _failed(error, kind, started)
+            return _failed_with(_classify(exc, deadline, timeout_ms, target), started, status)
+    return _failed("no address to connect to", ErrorKind.NETWORK, started)
+
+
+def _location(value: str | None) -> str | None:
+    if value is None:
+        return None
+    return f"Location: {value if len(value) <= 300 else value[:297] + '...'}"
+
+
+def _host_of(url: str) -> str:
+    try:
+        return urlsplit(url).hostname or url[:100]
+    except ValueError:
+        return url[:100]
 
 
 def _short(exc: BaseException) -> str:

@@ -37,6 +37,17 @@ def _spec(expression: str | None, timezone: str) -> cron.CronSpec | None:
         raise ParamInvalid(str(exc), exc.field) from exc
 
 
+def _check_fires_left(expression: str | None, timezone: str, now: datetime) -> None:
+    """A schedule written with an EventBridge at(...) or cron(...) year that has passed is refused."""
+    spec = _spec(expression, timezone)
+    if spec is None:
+        return
+    try:
+        cron.check_not_over(spec, now)
+    except cron.CronError as exc:
+        raise ParamInvalid(str(exc), exc.field) from exc
+
+
 def _first_fire_ms(spec: cron.CronSpec | None, at: datetime | None, now: datetime) -> int | None:
     if spec is not None:
         nxt = cron.next_fire(spec, now)
@@ -88,8 +99,6 @@ def _timed(schedule: Schedule, now: datetime) -> Schedule:
 def create(app_id: str, req: ScheduleCreate, now: datetime, schedule_id: str | None = None) -> Schedule:
     if (req.cron is None) == (req.at is None):
         raise ParamInvalid("give either cron or at", "cron")
-    if req.status == ScheduleStatus.ENDED:
-        raise ParamInvalid("a schedule ends at its end_at: create it ACTIVE or PAUSED", "status")
     check_payload(req.payload)
     _check_refs(app_id, req.endpoint_ids, req.retry_policy_id)
     now_ms = clock.to_ms(now)
@@ -114,6 +123,7 @@ def create(app_id: str, req: ScheduleCreate, now: datetime, schedule_id: str | N
         created_at=now_ms,
         updated_at=now_ms,
     )
+    _check_fires_left(schedule.cron, schedule.timezone, now)
     schedule = _timed(schedule, now)
     data.put_new(schedule)
     return kick(schedule, now)
@@ -133,15 +143,13 @@ def get(app_id: str, schedule_id: str) -> Schedule:
 
 def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) -> Schedule:
     changes: dict[str, Any] = req.model_dump(exclude_unset=True)
-    for field in ("timezone", "endpoint_ids", "missed_policy", "jitter_sec", "overlap_policy"):
+    for field in ("timezone", "endpoint_ids", "missed_policy"):
         if field in changes and changes[field] is None:
             raise ParamInvalid(f"{field} cannot be null", field)
     if "payload" in changes:
         check_payload(changes["payload"])
     _check_refs(app_id, changes.get("endpoint_ids"), changes.get("retry_policy_id"))
     status = changes.pop("status", None)
-    if status == ScheduleStatus.ENDED:
-        raise ParamInvalid("a schedule ends at its end_at: give a later end_at to make it ACTIVE", "status")
     for _ in range(5):  # the scan may advance the schedule meanwhile: re-read and re-apply
         read = get(app_id, schedule_id)
         version = read.version
@@ -149,6 +157,8 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
             read, **_edited_fields(read, changes), version=version + 1, updated_at=clock.to_ms(now)
         )
         if _TIMING & changes.keys():
+            if {"cron", "timezone"} & changes.keys():
+                _check_fires_left(schedule.cron, schedule.timezone, now)
             schedule = _timed(schedule, now)
         if data.save_if_version(schedule, version):
             break
@@ -173,8 +183,11 @@ def _edited_fields(schedule: Schedule, changes: dict[str, Any]) -> dict[str, Any
     """The stored fields a user's edit (`changes`, the fields the request set) gives the schedule."""
     fields: dict[str, Any] = {}
     if "cron" in changes or "at" in changes:
-        new_cron = changes.get("cron", schedule.cron if "at" not in changes else None)
-        new_at = changes.get("at", None if "cron" in changes else schedule.at)
+        # The form given replaces the other; null for the form a schedule does not have changes nothing.
+        new_cron = (
+            changes["cron"] if "cron" in changes else (schedule.cron if changes["at"] is None else None)
+        )
+        new_at = changes["at"] if "at" in changes else (schedule.at if changes["cron"] is None else None)
         if (new_cron is None) == (new_at is None):
             raise ParamInvalid("give either cron or at", "cron")
         fields["cron"] = new_cron

@@ -22,6 +22,8 @@ VALID: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/apps"): {"name": "wrapped"},
     ("PUT", "/v1/apps/{app_id}/quota"): {"monthly_quota": 5},
     ("PUT", "/v1/apps/{app_id}/rate-limit"): {"requests_per_sec": 50},
+    ("POST", "/v1/apps/{app_id}/keys"): {"name": "wrapped"},
+    ("POST", "/v1/apps/{app_id}/keys/{key_id}/rotate"): {"grace_period_sec": 86400},
     ("POST", "/v1/endpoints"): EP,
     ("PATCH", "/v1/endpoints/{endpoint_id}"): {"active": False},
     ("POST", "/v1/endpoints/{endpoint_id}/recover"): {"since": "2020-01-01T00:00:00Z"},
@@ -58,7 +60,9 @@ def world() -> tuple[str, dict[str, str]]:
     endpoint_id = new_endpoint(key, EP["url"])
     policy = call_api("POST", "/v1/retry-policies", key=key, body={"max_attempts": 3}).body
     schedule = call_api("POST", "/v1/schedules", key=key, body={"cron": "0 0 1 1 *", "endpoint_ids": []}).body
+    second_key = call_api("POST", f"/v1/apps/{app_id}/keys", key=ADMIN_KEY, body={"name": "second"}).body
     ids = {
+        "key_id": second_key["key"]["id"],
         "app_id": app_id,
         "endpoint_id": endpoint_id,
         "policy_id": policy["id"],

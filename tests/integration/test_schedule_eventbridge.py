@@ -56,7 +56,7 @@ def test_a_schedule_in_eventbridge_form_keeps_it_and_fires_as_shown(
     app_key: str, fixed: clock.FixedClock, expression: str, zone: str, shown: str, fires: list[str]
 ) -> None:
     ep = endpoint(app_key)
-    body = {"cron": expression, "timezone": zone, "endpoint_ids": [ep], "status": "PAUSED"}
+    body = {"cron": expression, "timezone": zone, "endpoint_ids": [ep]}
     created = call_api("POST", "/v1/schedules", key=app_key, body=body)
     assert created.status == 201, created.body
     s = created.body
@@ -91,7 +91,7 @@ def test_an_expression_that_cannot_be_represented_is_a_400_that_says_why(
 
 
 def test_a_patch_to_an_eventbridge_form_moves_the_next_fire(app_key: str, fixed: clock.FixedClock) -> None:
-    s = call_api("POST", "/v1/schedules", key=app_key, body={"cron": "0 0 * * *", "status": "PAUSED"}).body
+    s = call_api("POST", "/v1/schedules", key=app_key, body={"cron": "0 0 * * *"}).body
     path = f"/v1/schedules/{s['id']}"
     moved = call_api("PATCH", path, key=app_key, body={"cron": "rate(15 minutes)"})
     assert moved.status == 200, moved.body

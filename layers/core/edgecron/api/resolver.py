@@ -197,11 +197,16 @@ def _deep_field(text: str, limit: int) -> str | None:
     return None
 
 
+_FIELD_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$|^\d+$")
+
+
 def _field(loc: tuple[int | str, ...]) -> str:
+    """The field an error names: its location without the request part it came in and without the
+    tags pydantic adds for the branches of a union (`function-after[...]`), which name no field."""
     parts = [str(p) for p in loc]
     if parts and parts[0] in {"body", "query", "path", "header"}:
         parts = parts[1:]
-    return ".".join(parts) or "body"
+    return ".".join(p for p in parts if _FIELD_PART.match(p)) or "body"
 
 
 def _validation_error(exc: RequestValidationError | ValidationError) -> Response[str]:

@@ -27,7 +27,7 @@ from pynamodb.exceptions import DoesNotExist, UpdateError
 from edgecron import ids
 from edgecron.config import Settings
 from edgecron.data import usage
-from edgecron.data.conditional import update_if
+from edgecron.data.conditional import condition_failed, update_if
 from edgecron.data.models import RUNS_CHECKED_MONTH, AppModel, RunsCheckedModel
 from edgecron.data.remembered import Remembered
 
@@ -89,7 +89,7 @@ def cover(app_id: str, now_ms: int) -> None:
             condition=M.created_until.does_not_exist() | (M.created_until < until),
         )
     except UpdateError as exc:
-        if exc.cause_response_code != "ConditionalCheckFailedException":
+        if not condition_failed(exc):
             raise
         # another container covered further: its cover holds this run too
     _COVERED.put(app_id, until, now_ms)

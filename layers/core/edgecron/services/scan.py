@@ -21,7 +21,7 @@ from edgecron.domain import run_states as st
 from edgecron.domain.task_runs import TaskRun
 from edgecron.errors import StoredItemUnreadable
 from edgecron.observability import SCAN_DURATION_MS, logger, millis
-from edgecron.services import fire_pipeline, usage
+from edgecron.services import events, fire_pipeline, usage
 from edgecron.services.delivery import record_lost_attempt
 from edgecron.services.scan_work import (
     DEFAULT_BUDGET_MS,
@@ -69,6 +69,9 @@ def run_scan(
                 "schedules": fire_pipeline.schedule_work(now, schedules),
                 "interrupted": fire_pipeline.interrupted_work(now, schedules),
                 "schedules table": fire_pipeline.table_work(now),
+                "event fan-outs": events.left_behind_work(
+                    clock.to_ms(now), get_settings().shards, report.extra
+                ),
             },
             budget,
         )

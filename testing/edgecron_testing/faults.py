@@ -143,13 +143,19 @@ class Rule:
 
 @dataclass
 class RandomFaults:
-    rng: random_module.Random
+    """Seeded random faults. Whether a call fails is drawn from the seed, the call's kind (handler,
+    service, operation, tables) and how many calls of that kind came before it: calls that come in
+    another order across kinds (threads, a scan sharing its time between kinds of work by the
+    clock) still meet the same faults."""
+
+    base: int
     rate: float
     kinds: tuple[str, ...]
     services: tuple[str, ...] | None
     functions: tuple[str, ...] | None
     limit: int | None
     fired: int = 0
+    seen: dict[str, int] = field(default_factory=dict)
 
     def pick(self, call: Call) -> str | None:
         if self.limit is not None and self.fired >= self.limit:
@@ -158,8 +164,11 @@ class RandomFaults:
             return None
         if self.functions is not None and call.function not in self.functions:
             return None
-        # always draw twice, so which calls fail does not depend on which kinds are allowed
-        roll, which = self.rng.random(), self.rng.randrange(len(self.kinds))
+        key = f"{call.function}|{call.service}|{call.operation}|{','.join(sorted(call.tables()))}"
+        n = self.seen.get(key, 0)
+        self.seen[key] = n + 1
+        draw = random_module.Random(f"{self.base}|{key}|{n}")
+        roll, which = draw.random(), draw.randrange(len(self.kinds))
         if roll >= self.rate:
             return None
         self.fired += 1
@@ -225,7 +234,7 @@ class Faults:
         """Fail each matching call with probability `rate`, as one of `kinds` picked by `rng`
         (at most `limit` faults). `stop()` ends it; rules set with `on` take precedence."""
         self.chaos = RandomFaults(
-            rng,
+            rng.getrandbits(64),
             rate,
             tuple(kinds),
             None if services is None else tuple(services),
@@ -323,9 +332,20 @@ def _physical_table(name: str) -> str:
 
 
 # --- SQS redelivery --------------------------------------------------------------------------------
+def let_sqs_time_pass(queue_names: Iterable[str] | None = None) -> int:
+    """As if every delay and visibility timeout had run out (moto keeps real time; a test moves the
+    injected clock past them first): every message of the queues is visible now. Returns how many
+    were delayed or in flight."""
+    return _release(queue_names, delayed=True)
+
+
 def return_in_flight(queue_names: Iterable[str] | None = None) -> int:
     """Let the visibility timeout of every received, undeleted message pass now (moto keeps real
     time): SQS gives each again. Returns how many came back."""
+    return _release(queue_names, delayed=False)
+
+
+def _release(queue_names: Iterable[str] | None, *, delayed: bool) -> int:
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.sqs.models import sqs_backends
 
@@ -336,7 +356,10 @@ def return_in_flight(queue_names: Iterable[str] | None = None) -> int:
         if wanted is not None and name not in wanted:
             continue
         for message in list(queue._messages):
-            if not message.visible and not message.delayed:
+            if delayed and message.delayed:
+                message.delayed_until = 0
+                back += 1
+            if not message.visible:
                 message.visible_at = 0.0
                 queue.pending_messages.discard(message)
                 back += 1

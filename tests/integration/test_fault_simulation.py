@@ -46,7 +46,7 @@ FAULTED = ("api", "worker", "fanout", "scan")
 
 
 def subscribes(pattern: str, name: str) -> bool:
-    """The filter rule as the product brief states it: a name, `prefix.*`, or `*` for all."""
+    """The filter rule, written apart from the code under test: a name, `prefix.*`, or `*` for all."""
     return pattern in ("*", name) or (pattern.endswith(".*") and name.startswith(pattern[:-1]))
 
 

@@ -194,3 +194,29 @@ def test_a_publish_whose_billing_answer_was_lost_is_billed_once_after_the_retry(
     fan_out_all(pump)
     assert event_runs(app_id, retried.body["id"]) == sorted(subscribers)
     assert billed(key) == 1
+
+
+# --- nothing is left behind by a check that failed on one run --------------------------------------
+
+
+def test_a_run_whose_check_failed_once_is_checked_again_and_delivered(
+    pump: Pump, fixed: clock.FixedClock, receiver: Receiver
+) -> None:
+    _, key = new_app("check-fault")
+    endpoint_id = new_endpoint(key, receiver.url("/lost"))
+    with faults.Faults() as f:  # the run is stored, its delivery message is not sent
+        f.on("sqs", "SendMessageBatch", kind=faults.BEFORE, function="api")
+        created = post(key, "/v1/task-runs", {"endpoint_id": endpoint_id}, "lost-message")
+    assert created.status == 201, created.body and f.count(faults.BEFORE) == 1
+
+    fixed.advance(600)  # the scan's check of recent runs reads it now
+    with faults.Faults() as f:
+        f.on("dynamodb", "UpdateItem", kind=faults.BEFORE, function="scan", table="RunsTable")
+        scan()
+    assert f.count(faults.BEFORE) == 1
+    for _ in range(3):
+        fixed.advance(60)
+        scan()
+        pump.deliveries(quiet_for=0.2)
+    assert [r.headers.get("webhook-id") for r in receiver.requests] == [created.body["id"]]
+    assert call_api("GET", f"/v1/task-runs/{created.body['id']}", key=key).body["status"] == "success"

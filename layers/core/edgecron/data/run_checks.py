@@ -1,7 +1,8 @@
 """Where the scan's check of recent runs stands, per App. Runs whose message is sent when they are
 created have no `wake` entry; the scan reads each App's runs created since its mark (the queries of
 the App's partitions of the Task Runs table) and gives any still unfinished the entry it would have
-had. The mark moves only after a batch is handled, so a tick that stops early re-reads that batch
+had. The mark moves only past runs handled (a run whose check failed stops it there, so the next
+tick checks that run again), so a tick that stops early re-reads that batch
 (every write is conditional).
 
 The mark also carries the check's count: the direct runs it counts (an App without a quota's) are

@@ -198,20 +198,29 @@ def _check_app(
     seen = check
     while (read := run_data.created_between(app_id, after, until, CHECK_BATCH, tick.unreadable)).last_id:
         batch = read.runs
+        handled = 0
         for run in batch:
             try:
                 check_one(run, tick)
             except Exception:
                 tick.report.item_failures += 1
                 item_failed("run", run.run_id)
+                break  # the mark stops before this run: the next tick checks it again
+            handled += 1
             if len(tick.outbox) >= 10:
                 flush(tick.outbox, tick.report)
             yield
+        stopped = handled < len(batch)
+        batch = batch[:handled]
         tick.report.runs_checked += len(batch)
-        after = read.last_id
+        if stopped and not batch:
+            return  # nothing handled: the mark stays where it is
+        after = batch[-1].run_id if stopped else read.last_id
         if not tick.rebuild:  # counted with the mark's move past them (a rebuild counts nothing)
             seen = run_checks.mark_checked(app_id, after, usage.checked_counts(batch), seen)
             moved = True
+        if stopped:
+            return  # the App's later runs wait for the next tick, which starts at the failed one
         if not read.full:
             break
     if tick.rebuild:

@@ -52,7 +52,7 @@ def subscribes(pattern: str, name: str) -> bool:
 
 def seeds() -> list[int]:
     soak = int(os.environ.get("EDGECRON_SOAK_SEEDS", "0") or 0)
-    return list(range(1, soak + 1)) if soak else [4, 5]
+    return list(range(1, soak + 1)) if soak else [1, 2]
 
 
 @dataclass
@@ -303,6 +303,6 @@ def test_nothing_acknowledged_is_lost_doubled_or_invented_under_faults(seed: int
 
 @pytest.mark.index_lag(0)
 def test_the_same_seed_gives_the_same_outcome() -> None:
-    first = simulate(4, operations=12)
-    second = simulate(4, operations=12)
+    first = simulate(1, operations=12)
+    second = simulate(1, operations=12)
     assert first.summary() == second.summary()

@@ -32,10 +32,13 @@ Calls the test makes itself (outside `invoke`) are never faulted. Typical use:
 
 A rule matches on service ("dynamodb", "sqs", "sns", "kms"), operation (botocore's name, e.g.
 "TransactWriteItems"), the handler (`function`, the functions/<name> folder), the table (logical id
-from template.yaml, e.g. "TaskRunsTable", or a physical name), and any predicate on the `Call` (its
+from template.yaml, e.g. "RunsTable", or a physical name), and any predicate on the `Call` (its
 parameters are botocore's). It fires on its `nth` matching call (1 = the first) and `times` times in a
 row from there (default once). `Faults.random(rng, rate, ...)` instead faults a seeded share of calls,
-for simulations: the same rng seed and the same sequence of calls give the same faults.
+for simulations: each call's draw depends on the seed, the call's kind (handler, service, operation,
+tables) and how many calls of that kind came before it, so the same seed gives the same faults.
+`let_sqs_time_pass()` and `return_in_flight()` stand for SQS delays and visibility timeouts running
+out (moto keeps real time; the handlers read the injected clock).
 """
 
 from __future__ import annotations

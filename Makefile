@@ -7,7 +7,7 @@ SAM := .venv-sam/bin/sam
 PYTEST_FLAGS ?= -q
 INTEGRATION_WORKERS ?= 2
 
-.PHONY: setup local test lint typecheck template build build-test unit integration e2e typescript sdk-types bench deploy clean iam-permissions
+.PHONY: setup local test lint typecheck template build build-test unit integration soak e2e typescript sdk-types bench deploy clean iam-permissions
 
 ## setup: create .venv with everything the project needs (idempotent)
 setup: $(VENV)/.installed
@@ -68,6 +68,12 @@ unit: setup
 integration: setup
 	@echo "==> integration tests (handlers in-process against moto, $(INTEGRATION_WORKERS) workers)"
 	@$(NICE) $(BIN)/pytest $(PYTEST_FLAGS) -n $(INTEGRATION_WORKERS) --dist worksteal --durations=10 tests/integration
+
+## The fault-injection simulation over many seeds (a few run in `integration`); SOAK_SEEDS=n: seeds 1..n.
+SOAK_SEEDS ?= 50
+soak: setup
+	@echo "==> fault-injection simulation, $(SOAK_SEEDS) seeds ($(INTEGRATION_WORKERS) workers)"
+	@EDGECRON_SOAK_SEEDS=$(SOAK_SEEDS) $(NICE) $(BIN)/pytest $(PYTEST_FLAGS) -n $(INTEGRATION_WORKERS) --dist worksteal -k under_faults tests/integration/test_fault_simulation.py
 
 e2e: setup
 	@echo "==> e2e tests (the local stack as a process, real HTTP)"

@@ -71,9 +71,16 @@ def load_function(name: str) -> ModuleType:
 
 def invoke(name: str, event: dict[str, Any]) -> Any:
     """Run the handler as functions/<name>: its AWS calls are that function's (IAM, cache keys)."""
+    from edgecron_testing import faults
+
     handler = load_function(name).lambda_handler
-    with acting_as(name):
-        return handler(event, FakeContext(name))
+    context = FakeContext(name)
+    token = faults.invocation_started(name, context.aws_request_id)
+    try:
+        with acting_as(name):
+            return handler(event, context)
+    finally:
+        faults.invocation_ended(token)
 
 
 def api_event(

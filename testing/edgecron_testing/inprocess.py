@@ -35,6 +35,7 @@ from moto import mock_aws
 
 from edgecron_cli.local.provision import provision_from_template
 from edgecron_testing import iam as iam_support
+from edgecron_testing.faults import InvocationKilled
 from edgecron_testing.harness import ROOT, call_api, invoke, sqs_event
 
 ADMIN_KEY = "test-admin-key-0123456789"
@@ -216,7 +217,10 @@ class Pump:
         messages = got.get("Messages", [])
         if not messages:
             return 0
-        result = invoke(function, sqs_event(messages, info.arn)) or {}
+        try:
+            result = invoke(function, sqs_event(messages, info.arn)) or {}
+        except InvocationKilled:
+            return len(messages)  # the function died: SQS gives the batch again after its visibility timeout
         failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
         for m in messages:
             if m["MessageId"] not in failed:

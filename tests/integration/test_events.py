@@ -505,7 +505,7 @@ def test_fan_out_messages_malformed_or_for_a_missing_event(pump: Pump) -> None:
         FanoutBody.model_validate_json('{"event_id": "evt_e", "app_id": "app_a", "cursor": 5}')
 
 
-def test_a_publish_whose_fan_out_message_cannot_be_sent_is_undone(
+def test_a_publish_whose_fan_out_message_cannot_be_sent_is_kept_and_billed_once(
     pump: Pump, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, key = new_app("undo")
@@ -515,12 +515,14 @@ def test_a_publish_whose_fan_out_message_cannot_be_sent_is_undone(
 
     monkeypatch.setattr(event_service, "send_fanout", broken)
     resp = publish(key, "a.b", headers={"Idempotency-Key": "retry-me"})
-    assert resp.status == 500
-    assert events_of(key) == [] and usage(key)["total"] == 0
+    assert resp.status == 202  # stored and billed: the scan sends its fan-out (test_ambiguous_creates)
+    assert [event["id"] for event in events_of(key)] == [resp.body["id"]] and usage(key)["event"] == 1
+    assert pump.depth("FanoutQueue") == 0
     monkeypatch.undo()
     again = publish(key, "a.b", headers={"Idempotency-Key": "retry-me"})
-    assert again.status == 202 and again.headers.get("idempotent-replayed") is None
-    assert len(events_of(key)) == 1 and usage(key)["event"] == 1 and pump.depth("FanoutQueue") == 1
+    assert again.status == 202 and again.headers.get("idempotent-replayed") == "true"
+    assert again.body["id"] == resp.body["id"]
+    assert len(events_of(key)) == 1 and usage(key)["event"] == 1
 
 
 def test_a_stored_event_without_endpoints_is_done_after_one_page(pump: Pump) -> None:

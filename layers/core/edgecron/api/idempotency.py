@@ -3,7 +3,9 @@
 The record keeps the response without its secrets (a signing secret is shown in one response only),
 so a replay answers the same object without `secret`. A request that died mid-way holds the key only
 until its invocation's timeout; the retry then answers for the object the dead one made (ids derive
-from the key), or makes it (docs/security.md)."""
+from the key), or makes it (docs/security.md). A request that failed with an error releases the key
+only when nothing was stored; else the key stays bound to the object's id and the retry, at once,
+answers for that object and finishes what the failed request left undone."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from edgecron.api.context import time_left_ms
 from edgecron.data import idempotency as store
 from edgecron.domain.idempotency import DONE, Stored
 from edgecron.errors import Conflict, ParamInvalid
+from edgecron.observability import logger
 
 IdempotencyKey = Annotated[
     str | SkipJsonSchema[None],  # a header is absent or a string, never null
@@ -74,11 +77,29 @@ def run_once[Out: BaseModel](
         try:
             answer = create(object_id)
         except Exception:
-            store.release(idem_key)
+            _failed(idem_key, object_id, recover)
             raise
     stored = without_secrets(answer.model_dump(mode="json"))
     store.complete(idem_key, status, json.dumps(stored, separators=(",", ":")))
     return _answer(status, answer)
+
+
+def _failed[Out: BaseModel](idem_key: str, object_id: str, recover: Callable[[str], Out | None]) -> None:
+    """A create raised. Its object may be stored all the same (a write whose answer was lost, a
+    later step that failed): then the key stays bound to the object's id and the client's retry
+    answers for it (`recover` finishes what the create left undone). Only a create that stored
+    nothing, as a strongly consistent read shows, releases the key."""
+    try:
+        stored = recover(object_id) is not None
+    except Exception:
+        stored = True  # cannot tell: keep the id, never make a second object
+    try:
+        if stored:
+            store.lapse(idem_key)
+        else:
+            store.release(idem_key)
+    except Exception:  # the lease ends with the invocation's timeout all the same
+        logger.warning("idempotency key left to its lease", extra={"object_id": object_id})
 
 
 def _replay(existing: Stored, request_hash: str) -> Response[Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pynamodb.exceptions import DeleteError, PutError, UpdateError
+from pynamodb.exceptions import DeleteError, PutError, PynamoDBException, UpdateError
 from pynamodb.models import Model
 
 from edgecron.data.keys import at_version
@@ -13,8 +13,18 @@ from edgecron.data.keys import at_version
 SAVE_ATTEMPTS = 5  # read-modify-save rounds (save_if_unchanged) before a concurrent change is a 409
 
 
+def error_code(exc: PynamoDBException) -> str | None:
+    """The AWS error code of a failed call; None when no answer came (a timeout, a dropped
+    connection: the call may have taken effect). pynamodb's own accessor fails on those."""
+    response = getattr(exc.cause, "response", None)
+    if not isinstance(response, dict):
+        return None
+    code = response.get("Error", {}).get("Code")
+    return code if isinstance(code, str) else None
+
+
 def condition_failed(exc: UpdateError | PutError | DeleteError) -> bool:
-    return exc.cause_response_code == "ConditionalCheckFailedException"
+    return error_code(exc) == "ConditionalCheckFailedException"
 
 
 def update_if(item: Model, actions: list[Any], condition: Any) -> bool:

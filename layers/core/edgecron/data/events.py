@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist
+from pynamodb.exceptions import DoesNotExist, TransactWriteError
 
 from edgecron import ids
-from edgecron.data import fanout_pages
-from edgecron.data.conditional import update_if
+from edgecron.config import get_settings
+from edgecron.data import fanout_pages, usage
+from edgecron.data.conditional import error_code, update_if
 from edgecron.data.expiry import expires_at_s
-from edgecron.data.keys import alive, time_window
+from edgecron.data.keys import alive, items_of_entries, time_window
 from edgecron.data.models import EndpointModel, EventModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain.endpoints import Subscriber
@@ -36,6 +37,10 @@ PENDING, RUNNING, DONE, FAILED = (
 OPEN = (PENDING, RUNNING)
 _MATCH_ATTRIBUTES = ["app_id", "endpoint_id", "active", "disabled_reason", "filter_events"]
 _CONDITION_FAILED = "ConditionalCheckFailed"
+# A fan-out message sent at the publish starts its first page within seconds; one that has not by
+# then was lost (or never sent): longer than the fan-out function's timeout, so a slow first page
+# is not sent twice (a second send would only repeat work: pages and runs are written once).
+FANOUT_WAKE_MS = 180_000
 
 
 def _int(value: Any) -> int | None:
@@ -87,9 +92,8 @@ def new_event(
     )
 
 
-def put_new(event: Event) -> None:
-    """Store a new Event (never over another one); its fan-out counters start at zero."""
-    M(
+def _row(event: Event) -> EventModel:
+    return M(
         app_id=event.app_id,
         event_id=event.event_id,
         name=event.name,
@@ -100,7 +104,37 @@ def put_new(event: Event) -> None:
         page_count=event.page_count,
         created_at=event.created_at,
         expires_at=event.expires_at,
-    ).save(condition=M.event_id.does_not_exist())
+        # the scan sends the fan-out again if its first page is not recorded by then
+        fanout_shard=_fanout_shard(event.event_id),
+        fanout_wake_at=event.created_at + FANOUT_WAKE_MS,
+    )
+
+
+def _fanout_shard(event_id: str) -> str:
+    return ids.shard_of(event_id, get_settings().shards)
+
+
+def put_new(event: Event) -> None:
+    """Store a new Event (never over another one); its fan-out counters start at zero."""
+    _row(event).save(condition=M.event_id.does_not_exist())
+
+
+def put_new_billed(event: Event, month: str) -> bool:
+    """Store a new Event and count it as one billable trigger of `month`, in one transaction: the
+    count is the Event's own conditional put, so a put repeated after a lost answer (or by a retry)
+    neither stores nor counts twice. False: the Event was stored (and counted) before."""
+    try:
+        with fanout_pages.transaction() as tx:
+            tx.save(_row(event), condition=M.event_id.does_not_exist())
+            tx.update(*usage.counted(event.app_id, month, "event"))
+    except TransactWriteError as exc:
+        if error_code(exc) != "TransactionCanceledException":
+            raise
+        reasons = [fanout_pages.reason_code(reason) for reason in exc.cancellation_reasons]
+        if reasons and reasons[0] == _CONDITION_FAILED:
+            return False
+        raise
+    return True
 
 
 def delete(app_id: str, event_id: str) -> None:
@@ -182,6 +216,8 @@ def record_page(event: Event, page: FanoutPage) -> str:
         M.page_count.set(n + 1),
         M.matched_count.add(len(page.endpoint_ids)),
     ]
+    if n == 0:  # the fan-out has started: the scan need not send it again
+        actions += [M.fanout_shard.remove(), M.fanout_wake_at.remove()]
     reasons = fanout_pages.record(page, (_key(event), actions, M.event_id.exists() & in_order))
     if not reasons:
         return "recorded"
@@ -190,6 +226,25 @@ def record_page(event: Event, page: FanoutPage) -> str:
     if get(event.app_id, event.event_id, consistent=True) is None:
         return "gone"
     raise RuntimeError(f"fan-out page {n} of {event.event_id} is out of order ({reasons})")
+
+
+def fanout_left_behind(shard: int, now_ms: int, limit: int) -> list[Event]:
+    """Events of one shard whose fan-out has not recorded its first page by its wake time (the
+    fan-out message was never sent, or got lost), oldest first, at most `limit`."""
+    entries = M.fanout_wake.query(str(shard), range_key_condition=M.fanout_wake_at <= now_ms, limit=limit)
+    rows = items_of_entries(
+        M,
+        ((entry.app_id, entry.event_id) for entry in entries),
+        lambda row: (row.app_id, row.event_id),
+        lambda row: row.fanout_wake_at is not None and int(row.fanout_wake_at) <= now_ms,
+    )
+    return [to_entity(row) for row in rows]
+
+
+def wake_fanout_later(event: Event, wake_at_ms: int) -> bool:
+    """Move the Event's fan-out wake time on (its message was just sent again); False once the
+    fan-out recorded its first page."""
+    return update_if(_key(event), [M.fanout_wake_at.set(wake_at_ms)], M.fanout_wake_at.exists())
 
 
 def mark_failed(app_id: str, event_id: str, reason: str) -> bool:

@@ -15,7 +15,7 @@ from pynamodb.exceptions import DoesNotExist, TransactWriteError
 from pynamodb.transactions import TransactWrite
 
 from edgecron.config import get_settings
-from edgecron.data.conditional import update_if
+from edgecron.data.conditional import error_code, update_if
 from edgecron.data.expiry import expires_at_s
 from edgecron.data.models import FanoutPageModel
 from edgecron.domain.fanout_pages import FanoutPage
@@ -136,7 +136,7 @@ def record(
             for model_cls, hash_key, range_key, check_condition in checks or []:
                 tx.condition_check(model_cls, hash_key, range_key, condition=check_condition)
     except TransactWriteError as exc:
-        if exc.cause_response_code != "TransactionCanceledException":
+        if error_code(exc) != "TransactionCanceledException":
             raise
         codes = [reason_code(reason) for reason in exc.cancellation_reasons]
         k = len(checks or [])  # DynamoDB answers in request order: checks, then the put, the update

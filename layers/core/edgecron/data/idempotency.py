@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pynamodb.exceptions import DoesNotExist, PutError
 
-from edgecron.data.conditional import update_if
+from edgecron.data.conditional import condition_failed, update_if
 from edgecron.data.models import IdempotencyModel
 from edgecron.domain.idempotency import DONE, IN_PROGRESS, Claimed, Stored
 
@@ -31,7 +31,7 @@ def claim(idem_key: str, request_hash: str, now_ms: int, lease_ms: int) -> Claim
         record.save(condition=M.idem_key.does_not_exist() | (M.expires_at < now_ms // 1000))
         return Claimed(now_ms, taken_over=False)
     except PutError as exc:
-        if exc.cause_response_code != "ConditionalCheckFailedException":
+        if not condition_failed(exc):
             raise
     try:
         existing = M.get(idem_key, consistent_read=True)
@@ -64,5 +64,11 @@ def complete(idem_key: str, status: int, body: str) -> None:
 
 
 def release(idem_key: str) -> None:
-    """Forget a key whose request failed, so the client may retry with it."""
+    """Forget a key whose request stored nothing, so the client may retry with it (another body too)."""
     M(idem_key=idem_key).delete()
+
+
+def lapse(idem_key: str) -> None:
+    """End the lease of a key whose request failed after its object may have been stored: the key
+    stays bound to that object's id, and the client's retry takes the record over at once."""
+    update_if(M(idem_key=idem_key), [M.lease_until.set(0)], M.status == IN_PROGRESS)

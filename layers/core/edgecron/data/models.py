@@ -383,6 +383,18 @@ class AttemptModel(Model):
     expires_at = NumberAttribute(null=True)
 
 
+class FanoutWakeIndex(GlobalSecondaryIndex["EventModel"]):
+    """Events whose fan-out has not recorded its first page: the scan sends the fan-out message
+    again for one still there after its `fanout_wake_at` (keys only; data/events.py)."""
+
+    class Meta:
+        index_name = "fanout_wake"
+        projection = KeysOnlyProjection()
+
+    fanout_shard = UnicodeAttribute(hash_key=True)
+    fanout_wake_at = NumberAttribute(range_key=True)
+
+
 class EventModel(Model):
     class Meta:
         table_name = _table("events_table")
@@ -402,6 +414,10 @@ class EventModel(Model):
     page_count = NumberAttribute(null=True)  # fan-out pages recorded so far
     created_at = NumberAttribute()
     expires_at = NumberAttribute(null=True)
+    # present until the fan-out records its first page (sparse index `fanout_wake`)
+    fanout_shard = UnicodeAttribute(null=True)
+    fanout_wake_at = NumberAttribute(null=True)
+    fanout_wake = FanoutWakeIndex()
 
 
 class FanoutPageModel(Model):

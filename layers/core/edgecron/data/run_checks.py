@@ -1,7 +1,8 @@
 """Where the scan's check of recent runs stands, per App. Runs whose message is sent when they are
 created have no `wake` entry; the scan reads each App's runs created since its mark (the queries of
 the App's partitions of the Task Runs table) and gives any still unfinished the entry it would have
-had. The mark moves only after a batch is handled, so a tick that stops early re-reads that batch
+had. The mark moves only past runs handled (a run whose check failed stops it there, so the next
+tick checks that run again), so a tick that stops early re-reads that batch
 (every write is conditional).
 
 The mark also carries the check's count: the direct runs it counts (an App without a quota's) are
@@ -27,7 +28,7 @@ from pynamodb.exceptions import DoesNotExist, UpdateError
 from edgecron import ids
 from edgecron.config import Settings
 from edgecron.data import usage
-from edgecron.data.conditional import update_if
+from edgecron.data.conditional import condition_failed, update_if
 from edgecron.data.models import RUNS_CHECKED_MONTH, AppModel, RunsCheckedModel
 from edgecron.data.remembered import Remembered
 
@@ -89,7 +90,7 @@ def cover(app_id: str, now_ms: int) -> None:
             condition=M.created_until.does_not_exist() | (M.created_until < until),
         )
     except UpdateError as exc:
-        if exc.cause_response_code != "ConditionalCheckFailedException":
+        if not condition_failed(exc):
             raise
         # another container covered further: its cover holds this run too
     _COVERED.put(app_id, until, now_ms)

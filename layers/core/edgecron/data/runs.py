@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist
+from pynamodb.exceptions import DoesNotExist, TransactWriteError
 
 from edgecron import ids
 from edgecron.config import get_settings
-from edgecron.data import run_checks, usage
+from edgecron.data import fanout_pages, run_checks, usage
 from edgecron.data.attempts import as_record
-from edgecron.data.conditional import save_if, update_if
+from edgecron.data.conditional import error_code, save_if, update_if
 from edgecron.data.expiry import run_expires_at_s
 from edgecron.data.keys import (
     RUN_PARTITIONS,
@@ -258,10 +258,33 @@ def put_cancelled(
 
 def put_new(run: TaskRun) -> bool:
     """Create the run unless it exists (deterministic ids make a second create a no-op)."""
+    _cover(run)
+    return save_if(to_row(run), M.run_id.does_not_exist())
+
+
+def _cover(run: TaskRun) -> None:
     if not run.has_wake_entry and run.status not in st.TERMINAL:  # only the check finds it if lost
         # the check walks runs by the time their ids sort by: a schedule run's is its fire time
         run_checks.cover(run.app_id, max(run.created_at, ids.ms_of(run.run_id) or 0))
-    return save_if(to_row(run), M.run_id.does_not_exist())
+
+
+def put_new_billed(run: TaskRun, month: str, kind: str) -> bool:
+    """Create the run unless it exists and count it as one billable trigger of `month`, in one
+    transaction: the count is the run's own conditional put, done once or not at all (a put
+    repeated after a lost answer counts nothing). False: the run existed (and was counted)."""
+    _cover(run)
+    try:
+        with fanout_pages.transaction() as tx:
+            tx.save(to_row(run), condition=M.run_id.does_not_exist())
+            tx.update(*usage.counted(run.app_id, month, kind))
+    except TransactWriteError as exc:
+        if error_code(exc) != "TransactionCanceledException":
+            raise
+        reasons = [fanout_pages.reason_code(reason) for reason in exc.cancellation_reasons]
+        if reasons and reasons[0] == "ConditionalCheckFailed":
+            return False
+        raise
+    return True
 
 
 def _update_at(app_id: str, run_id: str, actions: list[Any], condition: Any) -> TaskRun | None:

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
+from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
 
@@ -38,6 +39,14 @@ def add(app_id: str, month: str, kind: str, amount: int = 1) -> None:
     if kind not in KINDS:
         raise ValueError(f"unknown trigger kind {kind}")
     UsageModel(app_id=app_id, month=month).update(actions=[getattr(UsageModel, kind).add(amount)])
+
+
+def counted(app_id: str, month: str, kind: str, amount: int = 1) -> tuple[UsageModel, list[Any]]:
+    """The counter update that bills `amount` triggers, for a transaction with the write of the
+    object it bills (so the count is exactly that write's: done once or not at all)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown trigger kind {kind}")
+    return UsageModel(app_id=app_id, month=month), [getattr(UsageModel, kind).add(amount)]
 
 
 def get(app_id: str, month: str) -> dict[str, int]:

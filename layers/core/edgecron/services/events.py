@@ -23,6 +23,7 @@ from edgecron.errors import Conflict, NotFound, ParamInvalid
 from edgecron.observability import logger
 from edgecron.schemas.events import EventCreate
 from edgecron.services import quota, usage
+from edgecron.services.scan_work import Work, first_shard, item_failed
 from edgecron.services.task_runs import check_payload
 
 
@@ -39,36 +40,69 @@ def publish(
     idempotency_key: str | None = None,
     event_id: str | None = None,
 ) -> Event:
-    """Validate, check the quota, store the Event, count ONE billable trigger, enqueue its fan-out.
-    Nothing is stored when a check fails; if the trigger cannot be counted or the fan-out message
-    cannot be sent, the Event is removed again and the error raised, so a client retry (with the
-    same Idempotency-Key, which is released on errors) publishes it once."""
+    """Validate, check the quota, store the Event and count it as ONE billable trigger (one
+    transaction: an Event is stored if and only if it is counted), enqueue its fan-out. Nothing is
+    stored when a check fails. Once stored, the Event is never taken back: a fan-out message that
+    cannot be sent is sent again by a retry of the publish (`finish`) or by the scan, which finds
+    every Event whose fan-out has not started (`redrive_left_behind`)."""
     now_ms = clock.to_ms(now)
     check_payload(req.payload)
     quota.check_quota(app_id, now_ms)
     event = data.new_event(
         app_id, req.name, req.payload, now_ms, event_id=event_id, idempotency_key=idempotency_key
     )
-    data.put_new(event)
-    counted = False
+    if data.put_new_billed(event, usage.month_of(now_ms)):
+        usage.recorded_with_object()
+        _send_first_page(event)
+        return event
+    stored = data.get(app_id, event.event_id, consistent=True)
+    if stored is None:  # expired and deleted since: nothing to answer for
+        raise NotFound(f"event {event.event_id} not found", "id")
+    return finish(stored)
+
+
+def _send_first_page(event: Event) -> bool:
+    """Send the fan-out message of the Event's first page; a failure is left to the scan."""
     try:
-        usage.record_trigger(app_id, "event", now_ms)
-        counted = True
-        send_fanout(event.event_id, app_id)
+        send_fanout(event.event_id, event.app_id)
+        return True
     except Exception:
-        _undo_publish(event, counted, now_ms)
-        raise
+        logger.exception("fan-out message not sent; the scan sends it", extra={"event_id": event.event_id})
+        return False
+
+
+def finish(event: Event) -> Event:
+    """Answer for a stored Event a publish may have left half done: a fan-out that has not
+    started is sent again (pages and runs are written once, so a second message repeats nothing)."""
+    if event.fanout_status == data.PENDING and not event.page_count:
+        _send_first_page(event)
     return event
 
 
-def _undo_publish(event: Event, counted: bool, now_ms: int) -> None:
-    """Best effort: a fan-out message that did get through finds no Event and does nothing."""
-    try:
-        data.delete(event.app_id, event.event_id)
-        if counted:
-            usage.take_back_trigger(event.app_id, "event", now_ms)
-    except Exception:
-        logger.exception("could not undo a failed publish", extra={"event_id": event.event_id})
+def recover(app_id: str, event_id: str) -> Event | None:
+    """The Event an earlier publish with this id stored (strongly consistent), finished."""
+    event = data.get(app_id, event_id, consistent=True)
+    return None if event is None else finish(event)
+
+
+REDRIVE_BATCH = 100  # Events per shard and scan tick
+
+
+def left_behind_work(now_ms: int, shards: int, counts: dict[str, int]) -> Work:
+    """The scan's step for fan-outs left pending, one step per Event: every Event whose first
+    fan-out page is not recorded by its wake time (its message was never sent, or was lost) gets
+    its fan-out message again, and its wake time moves on. Counted in `counts["fanouts_resent"]`."""
+    counts.setdefault("fanouts_resent", 0)
+    for i in range(shards):
+        shard = (first_shard(now_ms, shards) + i) % shards
+        for event in data.fanout_left_behind(shard, now_ms, REDRIVE_BATCH):
+            try:
+                if _send_first_page(event):
+                    data.wake_fanout_later(event, now_ms + data.FANOUT_WAKE_MS)
+                    counts["fanouts_resent"] += 1
+            except Exception:
+                item_failed("event fan-out", event.event_id)
+            yield
 
 
 def get(app_id: str, event_id: str, now_ms: int) -> Event:

@@ -21,7 +21,7 @@ from edgecron.domain import run_states as st
 from edgecron.domain.task_runs import TaskRun
 from edgecron.errors import StoredItemUnreadable
 from edgecron.observability import SCAN_DURATION_MS, logger, millis
-from edgecron.services import fire_pipeline, usage
+from edgecron.services import events, fire_pipeline, usage
 from edgecron.services.delivery import record_lost_attempt
 from edgecron.services.scan_work import (
     DEFAULT_BUDGET_MS,
@@ -69,6 +69,9 @@ def run_scan(
                 "schedules": fire_pipeline.schedule_work(now, schedules),
                 "interrupted": fire_pipeline.interrupted_work(now, schedules),
                 "schedules table": fire_pipeline.table_work(now),
+                "event fan-outs": events.left_behind_work(
+                    clock.to_ms(now), get_settings().shards, report.extra
+                ),
             },
             budget,
         )
@@ -195,20 +198,29 @@ def _check_app(
     seen = check
     while (read := run_data.created_between(app_id, after, until, CHECK_BATCH, tick.unreadable)).last_id:
         batch = read.runs
+        handled = 0
         for run in batch:
             try:
                 check_one(run, tick)
             except Exception:
                 tick.report.item_failures += 1
                 item_failed("run", run.run_id)
+                break  # the mark stops before this run: the next tick checks it again
+            handled += 1
             if len(tick.outbox) >= 10:
                 flush(tick.outbox, tick.report)
             yield
+        stopped = handled < len(batch)
+        batch = batch[:handled]
         tick.report.runs_checked += len(batch)
-        after = read.last_id
+        if stopped and not batch:
+            return  # nothing handled: the mark stays where it is
+        after = batch[-1].run_id if stopped else read.last_id
         if not tick.rebuild:  # counted with the mark's move past them (a rebuild counts nothing)
             seen = run_checks.mark_checked(app_id, after, usage.checked_counts(batch), seen)
             moved = True
+        if stopped:
+            return  # the App's later runs wait for the next tick, which starts at the failed one
         if not read.full:
             break
     if tick.rebuild:

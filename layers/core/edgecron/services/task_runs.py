@@ -77,11 +77,39 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
         uncounted=send_now and counted_promptly,
         counted_by_check=send_now and not counted_promptly,
     )
-    data.put_new(run)
-    usage.record_trigger(app_id, "direct", now_ms, counted_later=send_now)
+    if send_now:  # counted by its worker or the check (its marks say which)
+        stored = data.put_new(run)
+        if stored:
+            usage.record_trigger(app_id, "direct", now_ms, counted_later=True)
+    else:  # counted with its put
+        stored = data.put_new_billed(run, usage.month_of(now_ms), "direct")
+        if stored:
+            usage.recorded_with_object()
+    if not stored:  # an earlier request with this id stored it: answer for that run
+        existing = data.get(app_id, run.run_id, consistent=True)
+        if existing is None:
+            raise NotFound(f"task run {run.run_id} not found", "id")
+        return finish_direct(existing, now_ms)
     if send_now:
         send_deliveries([DeliveryMessage(run.run_id, app_id, (deliver_at_ms - now_ms) / 1000)])
     return run
+
+
+def finish_direct(run: TaskRun, now_ms: int) -> TaskRun:
+    """Answer for a direct run a create may have left half done: a run waiting without a `wake`
+    entry (sent at its creation) gets its delivery message again, in case the create died before
+    sending it (a duplicate message is harmless: one worker claims the run). A run with an entry
+    is sent by the scan."""
+    if run.status == st.PENDING and not run.has_wake_entry:
+        delay = max(0, run.deliver_at - now_ms) / 1000
+        send_deliveries([DeliveryMessage(run.run_id, run.app_id, delay)])
+    return run
+
+
+def recover_direct(app_id: str, run_id: str, now_ms: int) -> TaskRun | None:
+    """The direct run an earlier create with this id stored (strongly consistent), finished."""
+    run = data.get(app_id, run_id, consistent=True)
+    return None if run is None else finish_direct(run, now_ms)
 
 
 def find(app_id: str, run_id: str, now_ms: int) -> TaskRun | None:

@@ -24,6 +24,11 @@ def record_trigger(app_id: str, kind: str, now_ms: int, *, counted_later: bool =
     count(BILLABLE_TRIGGERS)
 
 
+def recorded_with_object() -> None:
+    """A trigger counted by the write of its object itself (data/usage.py `counted`): the metric."""
+    count(BILLABLE_TRIGGERS)
+
+
 def take_back_trigger(app_id: str, kind: str, now_ms: int) -> None:
     """Undo a `record_trigger` made at `now_ms` for something that turned out not to be new (a Fire
     written before, an Event whose publish failed). The metric is taken back with the counter, so

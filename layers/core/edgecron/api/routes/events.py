@@ -15,7 +15,7 @@ from edgecron.api.context import current_app_id
 from edgecron.api.idempotency import IdempotencyKey, run_once
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor
 from edgecron.api.responses import docs
-from edgecron.errors import NotFound, ParamInvalid
+from edgecron.errors import ParamInvalid
 from edgecron.schemas.common import Rfc3339
 from edgecron.schemas.events import EventCreate, EventDetail, EventName, EventOut, EventPage
 from edgecron.services import events as service
@@ -54,11 +54,8 @@ def publish_event(body: EventCreate, idempotency_key: IdempotencyKey = None) -> 
         return mappers.event_out(event, service.matched(event))
 
     def recover(event_id: str) -> EventOut | None:
-        try:
-            event = service.get(app_id, event_id, _now_ms())
-        except NotFound:
-            return None
-        return mappers.event_out(event, service.matched(event))
+        event = service.recover(app_id, event_id)
+        return None if event is None else mappers.event_out(event, service.matched(event))
 
     return run_once(
         app_id, "events", idempotency_key, body.model_dump(mode="json"), "evt", 202, create, recover

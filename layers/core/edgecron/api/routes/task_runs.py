@@ -48,7 +48,7 @@ def create_run(body: TaskRunCreate, idempotency_key: IdempotencyKey = None) -> R
         return mappers.task_run_out(service.create_direct(app_id, body, clock.now(), run_id))
 
     def recover(run_id: str) -> TaskRunOut | None:
-        run = service.find(app_id, run_id, _now_ms())
+        run = service.recover_direct(app_id, run_id, _now_ms())
         return None if run is None else mappers.task_run_out(run)
 
     return run_once(

@@ -28,10 +28,63 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** List Apps (admin key) */
+        get: operations["list_apps_v1_apps_get"];
         put?: never;
         /** Create an App (admin key) */
         post: operations["create_app_v1_apps_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/apps/{app_id}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List an App's API keys, newest first (admin key) */
+        get: operations["list_keys_v1_apps__app_id__keys_get"];
+        put?: never;
+        /** Create an API key for an App; the key is shown once (admin key) */
+        post: operations["create_key_v1_apps__app_id__keys_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/apps/{app_id}/keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke an API key: refused everywhere once this answers, about 10 s later (admin key) */
+        delete: operations["revoke_key_v1_apps__app_id__keys__key_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/apps/{app_id}/keys/{key_id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Replace an API key; the old one keeps working for the grace period (admin key) */
+        post: operations["rotate_key_v1_apps__app_id__keys__key_id__rotate_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -48,6 +101,26 @@ export interface paths {
         get?: never;
         /** Set or clear an App's monthly quota (admin key) */
         put: operations["set_quota_v1_apps__app_id__quota_put"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/apps/{app_id}/rate-limit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set or clear an App's request rate (admin key)
+         * @description Beyond its rate an App's requests are answered 429 with Retry-After (seconds). Takes effect at once in the container that answers, within 30 s in the others.
+         */
+        put: operations["set_rate_limit_v1_apps__app_id__rate_limit_put"];
         post?: never;
         delete?: never;
         options?: never;
@@ -81,7 +154,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replay dead letters matching a filter (bulk) */
+        /**
+         * Replay dead letters matching a filter (bulk)
+         * @description Replays matching dead letters oldest first, at most `limit` per call, and stops early when the call has worked for a few seconds, so it answers well inside the function's timeout whatever is stored. Call again with `cursor` set to `next_cursor` while `has_more` is true.
+         */
         post: operations["replay_bulk_v1_dead_letters_replay_post"];
         delete?: never;
         options?: never;
@@ -154,7 +230,7 @@ export interface paths {
         put?: never;
         /**
          * Re-send what failed
-         * @description Every run of the Endpoint that ended failed or dead_letter between since and until is sent again as a new attempt series (its earlier attempts stay in its history). Idempotent: a run re-sent is pending again, so a second call while it waits re-sends nothing new. At most 1000 runs per call; call again while has_more is true.
+         * @description Every run of the Endpoint that ended failed or dead_letter between since and until is sent again as a new attempt series (its earlier attempts stay in its history). Idempotent: a run re-sent is pending again, so a second call while it waits re-sends nothing new. At most 1000 runs per call, and a call stops early when it has worked for a few seconds, so it answers well inside the function's timeout whatever is stored; call again with `cursor` set to `next_cursor` while has_more is true.
          */
         post: operations["recover_v1_endpoints__endpoint_id__recover_post"];
         delete?: never;
@@ -349,7 +425,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pause (cancels dispatched fires and retries) */
+        /** Pause (no fire after it is delivered; cancels pending retries) */
         post: operations["pause_schedule_v1_schedules__schedule_id__pause_post"];
         delete?: never;
         options?: never;
@@ -477,6 +553,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/task-runs/{run_id}/request": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The HTTP request a Task Run's attempts send, credentials redacted */
+        get: operations["run_request_v1_task_runs__run_id__request_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/usage": {
         parameters: {
             query?: never;
@@ -538,12 +631,30 @@ export interface components {
             /** Name */
             name: string;
         };
+        /** AppPage */
+        AppPage: {
+            /** Data */
+            data: components["schemas"]["AppOut"][];
+            /**
+             * Next Cursor
+             * @description pass as ?cursor= to get the next page; null at the end
+             */
+            next_cursor: string | null;
+        };
         /** AttemptOut */
         AttemptOut: {
             /** Attempt Number */
             attempt_number: number;
-            /** Error */
+            /**
+             * Error
+             * @description what went wrong, as a short sentence (e.g. 'connection refused (203.0.113.9:443)')
+             */
             error: string | null;
+            /**
+             * Error Detail
+             * @description what the HTTP library or the operating system said, for debugging
+             */
+            error_detail?: string | null;
             error_kind: components["schemas"]["ErrorKind"] | null;
             /** Latency Ms */
             latency_ms: number;
@@ -585,6 +696,11 @@ export interface components {
         };
         /** DeadLetterFilter */
         DeadLetterFilter: {
+            /**
+             * Cursor
+             * @description next_cursor of the previous call: resume after it
+             */
+            cursor?: string | null;
             /** Endpoint Id */
             endpoint_id?: string | null;
             error_kind?: components["schemas"]["ErrorKind"] | null;
@@ -745,25 +861,45 @@ export interface components {
              */
             next_cursor: string | null;
         };
-        /** EndpointUpdate */
+        /**
+         * EndpointUpdate
+         * @description Only the fields given change. Null clears `description`, sets `retry_policy_id` back to the
+         *     default policy and removes the `max_per_sec` and `max_in_flight` limits; the other fields cannot be
+         *     null (give `headers: {}` or `filter_events: []` to empty them).
+         */
         EndpointUpdate: {
             /**
              * Active
              * @description true re-enables a disabled Endpoint and starts its health afresh
              */
-            active?: boolean | null;
-            /** Description */
+            active?: boolean;
+            /**
+             * Description
+             * @description null clears the description
+             */
             description?: string | null;
-            /** Disable After Failures */
-            disable_after_failures?: number | null;
-            /** Disable After Sec */
-            disable_after_sec?: number | null;
-            /** Filter Events */
-            filter_events?: string[] | null;
-            /** Headers */
+            /**
+             * Disable After Failures
+             * @description disable the Endpoint after this many failed runs in a row (0 = never) ...
+             */
+            disable_after_failures?: number;
+            /**
+             * Disable After Sec
+             * @description ... once at least this many seconds passed since the first of them
+             */
+            disable_after_sec?: number;
+            /**
+             * Filter Events
+             * @description replaces the patterns; [] receives no events
+             */
+            filter_events?: string[];
+            /**
+             * Headers
+             * @description replaces every custom header; {} removes them all
+             */
             headers?: {
                 [key: string]: string;
-            } | null;
+            };
             /**
              * Max In Flight
              * @description null removes the limit
@@ -774,13 +910,20 @@ export interface components {
              * @description null removes the rate limit
              */
             max_per_sec?: number | null;
-            method?: components["schemas"]["HttpMethod"] | null;
-            /** Retry Policy Id */
+            /** Method */
+            method?: components["schemas"]["HttpMethod"];
+            /**
+             * Retry Policy Id
+             * @description null: the default retry policy
+             */
             retry_policy_id?: string | null;
-            /** Timeout Ms */
-            timeout_ms?: number | null;
+            /**
+             * Timeout Ms
+             * @description per-attempt timeout in milliseconds
+             */
+            timeout_ms?: number;
             /** Url */
-            url?: string | null;
+            url?: string;
         };
         /** EndpointWithSecret */
         EndpointWithSecret: {
@@ -853,7 +996,7 @@ export interface components {
         EventCreate: {
             /**
              * Name
-             * @description dotted segments of letters, digits, '_' or '-', e.g. invoice.paid
+             * @description dotted segments of letters, digits, '_' or '-', e.g. invoice.paid; names under 'edgecron.' are EdgeCron's own operational events
              */
             name: string;
             /**
@@ -1037,12 +1180,98 @@ export interface components {
          * @enum {string}
          */
         HttpMethod: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+        /** KeyCreate */
+        KeyCreate: {
+            /**
+             * Name
+             * @description what the key is for, e.g. 'billing-service'
+             */
+            name?: string | null;
+        };
+        /** KeyCreated */
+        KeyCreated: {
+            /**
+             * Api Key
+             * @description shown once; stored only as a hash
+             */
+            api_key: string;
+            key: components["schemas"]["KeyOut"];
+        };
+        /** KeyOut */
+        KeyOut: {
+            /** Created At */
+            created_at: string;
+            /**
+             * Expires At
+             * @description when a rotated key stops working; null for an active key
+             */
+            expires_at: string | null;
+            /**
+             * Id
+             * @description names the key in these routes; the key itself is never shown again
+             */
+            id: string;
+            /**
+             * Last Used At
+             * @description the last request that carried it, to about a minute
+             */
+            last_used_at: string | null;
+            /** Name */
+            name: string | null;
+            /**
+             * Prefix
+             * @description the key's first characters, to recognise it
+             */
+            prefix: string;
+            /**
+             * Replaced By
+             * @description the id of the key that replaced it
+             */
+            replaced_by: string | null;
+            /**
+             * State
+             * @description expiring: rotated, works until expires_at
+             * @enum {string}
+             */
+            state: "active" | "expiring";
+        };
+        /** KeyPage */
+        KeyPage: {
+            /** Data */
+            data: components["schemas"]["KeyOut"][];
+            /**
+             * Next Cursor
+             * @description pass as ?cursor= to get the next page; null at the end
+             */
+            next_cursor: string | null;
+        };
         /**
          * KeyRole
          * @description Which kind of API key made a request.
          * @enum {string}
          */
         KeyRole: "admin" | "app";
+        /** KeyRotate */
+        KeyRotate: {
+            /**
+             * Grace Period Sec
+             * @description how long the old key keeps working, in seconds (default 86400 = 24 h; 0 = refused at once)
+             * @default 86400
+             */
+            grace_period_sec?: number;
+        };
+        /** KeyRotated */
+        KeyRotated: {
+            /**
+             * Api Key
+             * @description the new key, shown once; stored only as a hash
+             */
+            api_key: string;
+            /** @description the new key */
+            key: components["schemas"]["KeyOut"];
+            /** @description the old key and when it stops working; null when revoked at once */
+            previous: components["schemas"]["KeyOut"] | null;
+        };
         /** Latency */
         Latency: {
             /** P50 */
@@ -1105,8 +1334,31 @@ export interface components {
              */
             monthly_quota: number | null;
         };
+        /** RateLimitOut */
+        RateLimitOut: {
+            /** App Id */
+            app_id: string;
+            /**
+             * Requests Per Sec
+             * @description the App's request rate now; null = none
+             */
+            requests_per_sec: number | null;
+        };
+        /** RateLimitUpdate */
+        RateLimitUpdate: {
+            /**
+             * Requests Per Sec
+             * @description requests per second the App may make over every route and key; null = no rate of its own (only the HTTP API stage's throttle, shared by every App)
+             */
+            requests_per_sec: number | null;
+        };
         /** RecoverRequest */
         RecoverRequest: {
+            /**
+             * Cursor
+             * @description next_cursor of the previous call: resume after it
+             */
+            cursor?: string | null;
             /**
              * Since
              * Format: date-time
@@ -1123,9 +1375,14 @@ export interface components {
         RecoverResult: {
             /**
              * Has More
-             * @description more runs match: call again
+             * @description more runs may match: call again with next_cursor
              */
             has_more: boolean;
+            /**
+             * Next Cursor
+             * @description where the next call resumes
+             */
+            next_cursor?: string | null;
             /**
              * Recovered
              * @description runs re-sent by this call, each as a new attempt series
@@ -1134,8 +1391,16 @@ export interface components {
         };
         /** ReplayResult */
         ReplayResult: {
-            /** Has More */
+            /**
+             * Has More
+             * @description more dead letters may match: call again with next_cursor
+             */
             has_more: boolean;
+            /**
+             * Next Cursor
+             * @description where the next call resumes
+             */
+            next_cursor?: string | null;
             /** Replayed */
             replayed: number;
             /** Skipped */
@@ -1199,19 +1464,29 @@ export interface components {
              */
             next_cursor: string | null;
         };
-        /** RetryPolicyUpdate */
+        /**
+         * RetryPolicyUpdate
+         * @description Only the fields given change. `name: null` clears the name; the other fields cannot be null.
+         */
         RetryPolicyUpdate: {
             /** Base Delay Sec */
-            base_delay_sec?: number | null;
+            base_delay_sec?: number;
             /** Jitter */
-            jitter?: boolean | null;
-            /** Max Attempts */
-            max_attempts?: number | null;
+            jitter?: boolean;
+            /**
+             * Max Attempts
+             * @description including the first attempt
+             */
+            max_attempts?: number;
             /** Max Delay Sec */
-            max_delay_sec?: number | null;
-            /** Name */
+            max_delay_sec?: number;
+            /**
+             * Name
+             * @description null clears the name
+             */
             name?: string | null;
-            strategy?: components["schemas"]["RetryStrategy"] | null;
+            /** Strategy */
+            strategy?: components["schemas"]["RetryStrategy"];
         };
         /**
          * RetryStrategy
@@ -1219,6 +1494,25 @@ export interface components {
          * @enum {string}
          */
         RetryStrategy: "fixed" | "linear" | "exponential";
+        /** RunRequestOut */
+        RunRequestOut: {
+            /**
+             * Body Bytes
+             * @description size of the body (the payload as compact JSON); null: none
+             */
+            body_bytes: number | null;
+            /**
+             * Headers
+             * @description as sent, with credentials (webhook-signature, authorization, tokens, keys, cookies) shown as [redacted]; webhook-timestamp and edgecron-attempt differ per attempt
+             */
+            headers: {
+                [key: string]: string;
+            };
+            /** Method */
+            method: string;
+            /** Url */
+            url: string;
+        };
         /**
          * RunStatus
          * @description Where a Task Run is in its life.
@@ -1234,7 +1528,7 @@ export interface components {
             at?: string | null;
             /**
              * Cron
-             * @description 5 fields, or 6 with seconds first
+             * @description 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; or an EventBridge Scheduler expression: cron(minutes hours day-of-month month day-of-week year), rate(N minutes|hours|days) or at(yyyy-mm-ddThh:mm:ss) in the schedule's timezone. Stored as given; cron_equivalent shows how an EventBridge expression runs
              */
             cron?: string | null;
             /**
@@ -1274,8 +1568,13 @@ export interface components {
              * @description no fire before this time (RFC 3339)
              */
             start_at?: string | null;
-            /** @default ACTIVE */
-            status?: components["schemas"]["ScheduleStatus"];
+            /**
+             * Status
+             * @description ACTIVE or PAUSED (ENDED is set by EdgeCron when end_at passes)
+             * @default ACTIVE
+             * @enum {string}
+             */
+            status?: "ACTIVE" | "PAUSED";
             /**
              * Timezone
              * @default UTC
@@ -1292,6 +1591,11 @@ export interface components {
             created_at: string;
             /** Cron */
             cron: string | null;
+            /**
+             * Cron Equivalent
+             * @description for an EventBridge Scheduler expression, the cron it runs as (and the years it is limited to), e.g. '0 9 * * MON-FRI' for cron(0 9 ? * MON-FRI *); null otherwise
+             */
+            cron_equivalent: string | null;
             /** End At */
             end_at: string | null;
             /** Endpoint Ids */
@@ -1354,31 +1658,68 @@ export interface components {
          * @enum {string}
          */
         ScheduleStatus: "ACTIVE" | "PAUSED" | "ENDED";
-        /** ScheduleUpdate */
+        /**
+         * ScheduleUpdate
+         * @description Only the fields given change. A schedule has either `cron` or `at`: give one, with the other
+         *     null, to switch. `timezone`, `endpoint_ids` and `missed_policy` cannot be null.
+         */
         ScheduleUpdate: {
-            /** At */
+            /**
+             * At
+             * @description one-time fire time; null with a `cron` makes it recurring
+             */
             at?: string | null;
-            /** Cron */
+            /**
+             * Cron
+             * @description 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; or an EventBridge Scheduler expression: cron(minutes hours day-of-month month day-of-week year), rate(N minutes|hours|days) or at(yyyy-mm-ddThh:mm:ss) in the schedule's timezone. Stored as given; cron_equivalent shows how an EventBridge expression runs; null with an `at` makes it one-time
+             */
             cron?: string | null;
-            /** End At */
+            /**
+             * End At
+             * @description null removes the end
+             */
             end_at?: string | null;
-            /** Endpoint Ids */
-            endpoint_ids?: string[] | null;
-            /** Jitter Sec */
+            /**
+             * Endpoint Ids
+             * @description replaces the bound Endpoints; [] = every active Endpoint of the App at fire time
+             */
+            endpoint_ids?: string[];
+            /**
+             * Jitter Sec
+             * @description each fire is delivered at a deterministic offset in [0, jitter_sec) seconds after its time; null = 0 (no jitter)
+             */
             jitter_sec?: number | null;
-            missed_policy?: components["schemas"]["MissedPolicy"] | null;
-            /** Name */
+            /** Missed Policy */
+            missed_policy?: components["schemas"]["MissedPolicy"];
+            /**
+             * Name
+             * @description null clears the name
+             */
             name?: string | null;
+            /** @description what a fire does while the previous Fire still has open runs: ALLOW, SKIP or BUFFER_ONE; null = ALLOW */
             overlap_policy?: components["schemas"]["OverlapPolicy"] | null;
-            /** Payload */
+            /**
+             * Payload
+             * @description any JSON value (null included) replaces the payload
+             */
             payload?: unknown;
-            /** Retry Policy Id */
+            /**
+             * Retry Policy Id
+             * @description null: the Endpoints' own retry policies
+             */
             retry_policy_id?: string | null;
-            /** Start At */
+            /**
+             * Start At
+             * @description null removes the start
+             */
             start_at?: string | null;
-            status?: components["schemas"]["ScheduleStatus"] | null;
+            /**
+             * Status
+             * @description ACTIVE or PAUSED (ENDED is set by EdgeCron when end_at passes); null leaves it as it is
+             */
+            status?: ("ACTIVE" | "PAUSED") | null;
             /** Timezone */
-            timezone?: string | null;
+            timezone?: string;
         };
         /**
          * Source
@@ -1557,6 +1898,49 @@ export interface operations {
             };
         };
     };
+    list_apps_v1_apps_get: {
+        parameters: {
+            query?: {
+                /** @description page size (1–100) */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppPage"];
+                };
+            };
+            /** @description error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     create_app_v1_apps_post: {
         parameters: {
             query?: never;
@@ -1599,6 +1983,226 @@ export interface operations {
             };
         };
     };
+    list_keys_v1_apps__app_id__keys_get: {
+        parameters: {
+            query?: {
+                /** @description page size (1–100) */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string | null;
+            };
+            header?: never;
+            path: {
+                app_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyPage"];
+                };
+            };
+            /** @description error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_key_v1_apps__app_id__keys_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                app_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["KeyCreate"] | null;
+            };
+        };
+        responses: {
+            /** @description success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyCreated"];
+                };
+            };
+            /** @description error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    revoke_key_v1_apps__app_id__keys__key_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                app_id: string;
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyOut"];
+                };
+            };
+            /** @description error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    rotate_key_v1_apps__app_id__keys__key_id__rotate_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                app_id: string;
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["KeyRotate"] | null;
+            };
+        };
+        responses: {
+            /** @description success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyRotated"];
+                };
+            };
+            /** @description error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     set_quota_v1_apps__app_id__quota_put: {
         parameters: {
             query?: never;
@@ -1621,6 +2225,59 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AppOut"];
+                };
+            };
+            /** @description error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    set_rate_limit_v1_apps__app_id__rate_limit_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                app_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RateLimitUpdate"];
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitOut"];
                 };
             };
             /** @description error */
@@ -1846,8 +2503,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description makes a create safe to retry for 24 h */
-                "idempotency-key"?: string | null;
+                /** @description makes a create safe to retry for 24 h; not empty, not only spaces */
+                "idempotency-key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2227,8 +2884,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description makes a create safe to retry for 24 h */
-                "idempotency-key"?: string | null;
+                /** @description makes a create safe to retry for 24 h; not empty, not only spaces */
+                "idempotency-key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2497,8 +3154,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description makes a create safe to retry for 24 h */
-                "idempotency-key"?: string | null;
+                /** @description makes a create safe to retry for 24 h; not empty, not only spaces */
+                "idempotency-key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2761,8 +3418,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description makes a create safe to retry for 24 h */
-                "idempotency-key"?: string | null;
+                /** @description makes a create safe to retry for 24 h; not empty, not only spaces */
+                "idempotency-key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3235,6 +3892,8 @@ export interface operations {
             query?: {
                 /** @description hour (1-minute buckets) or day (15-minute) */
                 window?: components["schemas"]["Window"];
+                /** @description only the runs of this Endpoint */
+                endpoint_id?: string | null;
             };
             header?: never;
             path?: never;
@@ -3321,8 +3980,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description makes a create safe to retry for 24 h */
-                "idempotency-key"?: string | null;
+                /** @description makes a create safe to retry for 24 h; not empty, not only spaces */
+                "idempotency-key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3550,6 +4209,55 @@ export interface operations {
             };
             /** @description error */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    run_request_v1_task_runs__run_id__request_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunRequestOut"];
+                };
+            };
+            /** @description error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description error */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,1 +1,0 @@
-"""The HTTP API (API Gateway HTTP API → Powertools resolver)."""

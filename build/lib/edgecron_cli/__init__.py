@@ -1,1 +1,0 @@
-"""The `edgecron` command-line tool: the local stack now, a client for the HTTP API later."""

@@ -197,7 +197,7 @@ def _deep_field(text: str, limit: int) -> str | None:
     return None
 
 
-_FIELD_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$|^\d+$")
+_UNION_TAG = re.compile(r"^[a-z-]+\[.*\]$")  # pydantic's name of a union's branch, e.g. function-after[...]
 
 
 def _field(loc: tuple[int | str, ...]) -> str:
@@ -206,7 +206,7 @@ def _field(loc: tuple[int | str, ...]) -> str:
     parts = [str(p) for p in loc]
     if parts and parts[0] in {"body", "query", "path", "header"}:
         parts = parts[1:]
-    return ".".join(p for p in parts if _FIELD_PART.match(p)) or "body"
+    return ".".join(p for p in parts if not _UNION_TAG.match(p)) or "body"
 
 
 def _validation_error(exc: RequestValidationError | ValidationError) -> Response[str]:

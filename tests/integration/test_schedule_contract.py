@@ -18,6 +18,7 @@ from edgecron import clock
 from edgecron.data.fires import run_id as run_id_for
 from edgecron.data.models import FireModel, ScheduleModel
 from edgecron_cli.local.stack import REBUILD_EVENT
+from edgecron_testing import faults
 from edgecron_testing.harness import call_api, delivery_message, invoke, sqs_event
 from edgecron_testing.inprocess import Pump, TableCalls, drain_queues, due_walk_left_at, queue
 from edgecron_testing.receiver import Receiver, Reply
@@ -298,3 +299,24 @@ def test_a_scheduled_delivery_reads_its_schedule_once_and_its_fire_at_most_once(
     )
     assert schedule_reads.calls == 1
     assert fire_reads.calls + fire_queries.calls <= 1
+
+
+@pytest.mark.parametrize("kind", [faults.BEFORE, faults.AFTER, faults.KILL])
+def test_a_failed_read_of_the_schedule_before_the_request_delays_the_fire_never_loses_it(
+    kind: str, stack: VirtualStack, receiver: Receiver
+) -> None:
+    """The worker's read of the schedule right before the request fails (a throttle, an answer
+    lost, the invocation killed): no request is made then, the message comes back, and the fire is
+    delivered exactly once, late."""
+    t = Tenant(receiver, f"worker-read-{kind}")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/10 * * * * *")
+    with faults.Faults() as f:
+        f.on("dynamodb", "GetItem", kind=kind, function="worker", table="SchedulesTable")
+        stack.run_until(at(11))
+    assert f.injected, "the fault was not injected"
+    assert iso(at(10)) not in t.delivered(s["id"])
+    stack.run_until(at(8 * 60))
+    assert t.delivered(s["id"]) == every(10, 1, 8 * 60)
+    fires = t.api("GET", f"/v1/schedules/{s['id']}/fires", query={"limit": "50"}).body["data"]
+    assert all(f["status"] == "COMPLETED" for f in fires if f["fire_time"] <= iso(at(7 * 60))), fires

@@ -2,7 +2,7 @@
 
 The planner (`edgecron.domain.catchup.plan_catch_up`) is timed with `time.process_time` (CPU, not wall);
 the target is <= 50 ms per schedule and flat, i.e. a 30-day outage costs about what a 1-minute one does.
-The full apply (`services.schedules_scan.process`: record the MISSED fires, CAS the schedule, dispatch
+The full apply (`services.fires.due_walk.process`: record the MISSED fires, CAS the schedule, dispatch
 the RUN_ONCE fire) runs once per case against moto and is reported in AWS requests and write units,
 which are what it costs on AWS; its CPU time here includes moto's own work and is shown only as context."""
 
@@ -66,7 +66,7 @@ def apply_once(env: Env, app_id: str, expression: str, outage: timedelta) -> dic
     from edgecron.data.models import ScheduleModel
     from edgecron.domain.cron import next_fire, parse_cron
     from edgecron.domain.schedules import Schedule
-    from edgecron.services import schedules_scan
+    from edgecron.services.fires import due_walk
 
     # two days ahead: the runs it creates stay out of every other benchmark's scan window
     now = datetime.now(UTC).replace(microsecond=0) + timedelta(days=2)
@@ -91,13 +91,13 @@ def apply_once(env: Env, app_id: str, expression: str, outage: timedelta) -> dic
     stored = schedule_data.get(app_id, schedule.schedule_id, consistent=True)
     assert stored is not None
     schedule = stored
-    report = schedules_scan.ScheduleScanReport()
+    report = due_walk.ScheduleScanReport()
     clock.set_clock(clock.FixedClock(now))
     try:
         with env.window() as usage:
             cpu0, wall0 = time.process_time(), time.perf_counter()
             # as the scan's due walk applies it; horizon = now: no look-ahead dispatch
-            schedules_scan.process(schedule, now, now_ms, report, walking=True)
+            due_walk.process(schedule, now, now_ms, report, walking=True)
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     finally:
         clock.set_clock(clock.SystemClock())

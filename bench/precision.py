@@ -3,7 +3,7 @@
 Every-second schedules run for a while against a loopback receiver; each request's lag is its arrival
 time minus the nominal fire time of the Fire that sent it. The fire time is recovered from the
 `webhook-id` header, which is the Task Run id: a Fire's runs have deterministic ids
-(`fire_dispatch.run_id_for(schedule, fire time, endpoint)`), so each id maps back to exactly one
+(`dispatch.run_id_for(schedule, fire time, endpoint)`), so each id maps back to exactly one
 (schedule, fire time). Fires due less than WARMUP_S after their schedule's create returned are also
 reported apart: the create dispatches its first three fires before it answers and hands the rest of the
 look-ahead window to the fan-out function, so the first seconds after a create are the busiest.
@@ -77,7 +77,7 @@ def patient_api(base_url: str, key: str) -> Any:
 
 def measure(stack: Any, *, duration_s: float, schedules: int, cron: str) -> tuple[list[Row], dict[str, Any]]:
     from edgecron.domain.cron import fires_between, parse_cron
-    from edgecron.services.fire_dispatch import run_id_for
+    from edgecron.services.fires.dispatch import run_id_for
     from edgecron_testing.receiver import Receiver
 
     receiver = Receiver()

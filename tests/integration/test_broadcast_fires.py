@@ -16,7 +16,8 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import EndpointModel, FireModel
 from edgecron.data.queues import DeliveryMessage
-from edgecron.services import fanout, fire_dispatch
+from edgecron.services import fanout
+from edgecron.services.fires import dispatch
 from edgecron_testing.harness import call_api, invoke, load_event, sqs_event
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import Pump, app_runs, drain_queues, new_app, queue
@@ -107,7 +108,7 @@ def test_a_fire_for_10000_endpoints_is_created_and_fanned_out_in_bounded_pages(p
     for page in fire_data.run_id_pages(fire):
         assert len(page) <= 1_000
         listed.extend(page)
-    expected = {fire_dispatch.run_id_for(schedule_id, fire_at, ep) for ep in endpoints}
+    expected = {dispatch.run_id_for(schedule_id, fire_at, ep) for ep in endpoints}
     assert len(listed) == 10_000 and set(listed) == expected
     runs = run_data.get_many(app_id, listed)
     assert len(runs) == 10_000 and {r.endpoint_id for r in runs} == endpoints
@@ -225,7 +226,7 @@ def test_a_broadcast_fire_whose_fan_out_message_was_lost_is_resumed_by_the_scan(
     fire = fire_data.get(schedule_id, fire_at)
     assert fire is not None and fire.started_at is not None and int(fire.run_count) == 150
     listed = [rid for page in fire_data.run_id_pages(fire) for rid in page]
-    assert sorted(listed) == sorted(fire_dispatch.run_id_for(schedule_id, fire_at, ep) for ep in endpoints)
+    assert sorted(listed) == sorted(dispatch.run_id_for(schedule_id, fire_at, ep) for ep in endpoints)
     drain_queues()
 
 
@@ -327,7 +328,7 @@ def test_a_broadcast_fire_settles_from_a_counter_without_rereading_its_runs_on_e
     """Each finished run of a broadcast Fire is counted on the Fire; its runs are read once, when
     the last one finishes, so settling a Fire of n runs reads O(n) runs, not O(n^2)."""
     from edgecron.domain import run_states as st
-    from edgecron.services import fires
+    from edgecron.services.fires import settle
 
     fixed = clock.FixedClock(T0)
     clock.set_clock(fixed)
@@ -357,7 +358,7 @@ def test_a_broadcast_fire_settles_from_a_counter_without_rereading_its_runs_on_e
         claimed = run_data.claim(app_id, run.run_id, now_ms)
         assert claimed is not None
         assert run_data.finish(claimed, st.SUCCESS, now_ms, status_code=200)
-        fires.run_settled(claimed, st.SUCCESS, now_ms)
+        settle.run_settled(claimed, st.SUCCESS, now_ms)
     fire = fire_data.get(schedule_id, fire_at)
     assert fire is not None and fire.status == "COMPLETED"
     assert read <= 2 * len(runs)

@@ -13,7 +13,8 @@ import pytest
 from edgecron import clock
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel
-from edgecron.services import scan, schedules_scan
+from edgecron.services import scan
+from edgecron.services.fires import due_walk
 from edgecron_testing.harness import call_api, invoke
 from tests.integration.conftest import new_app
 
@@ -29,12 +30,12 @@ def create(key: str, **body: Any) -> dict[str, Any]:
     return dict(resp.body)
 
 
-def catch_up(app_id: str, schedule_id: str, now: datetime) -> schedules_scan.ScheduleScanReport:
+def catch_up(app_id: str, schedule_id: str, now: datetime) -> due_walk.ScheduleScanReport:
     """What the scan and the compensation do for one due schedule."""
-    report = schedules_scan.ScheduleScanReport()
+    report = due_walk.ScheduleScanReport()
     schedule = schedule_data.get_timed(app_id, schedule_id)
     assert schedule is not None
-    schedules_scan.process(schedule, now, clock.to_ms(now) + 70_000, report)
+    due_walk.process(schedule, now, clock.to_ms(now) + 70_000, report)
     return report
 
 
@@ -126,7 +127,7 @@ def test_missed_one_time_schedule(policy: str) -> None:
     at = T0 + timedelta(hours=1)
     s = create(key, at=at.isoformat(), missed_policy=policy)
     fixed.set(at + timedelta(days=1))
-    schedules_scan.dispatch_schedules(fixed.now())
+    due_walk.dispatch_schedules(fixed.now())
     got = fires(s["id"])
     stored = schedule_data.get_timed(app_id, s["id"])
     assert stored is not None and stored.next_fire_at is None
@@ -144,10 +145,10 @@ def test_catch_up_races_a_scan_without_double_dispatch(monkeypatch: pytest.Monke
     fixed.set(T0 + timedelta(hours=2))
     stale = schedule_data.get_timed(app_id, s["id"])  # what a slower concurrent scan read
     assert stale is not None
-    schedules_scan.dispatch_schedules(fixed.now())
+    due_walk.dispatch_schedules(fixed.now())
     after_first = fires(s["id"])
-    report = schedules_scan.ScheduleScanReport()
-    schedules_scan.process(stale, fixed.now(), clock.to_ms(fixed.now()) + 70_000, report)
+    report = due_walk.ScheduleScanReport()
+    due_walk.process(stale, fixed.now(), clock.to_ms(fixed.now()) + 70_000, report)
     assert fires(s["id"]) == after_first and report.fires_dispatched == 0
 
 
@@ -160,8 +161,8 @@ def test_catch_up_does_not_rewind_a_schedule_the_user_just_edited() -> None:
     stale = schedule_data.get_timed(app_id, s["id"])
     assert stale is not None
     call_api("PATCH", f"/v1/schedules/{s['id']}", key=key, body={"cron": "0 0 1 1 *"})
-    report = schedules_scan.ScheduleScanReport()
-    schedules_scan.process(stale, fixed.now(), clock.to_ms(fixed.now()) + 70_000, report)
+    report = due_walk.ScheduleScanReport()
+    due_walk.process(stale, fixed.now(), clock.to_ms(fixed.now()) + 70_000, report)
     edited = schedule_data.get_timed(app_id, s["id"])
     assert edited is not None and edited.cron == "0 0 1 1 *"
     assert edited.next_fire_at == clock.to_ms(datetime(2027, 1, 1, tzinfo=UTC))
@@ -211,7 +212,7 @@ def test_a_fire_whose_dispatch_died_before_an_outage_is_missed_by_the_catch_up(
     runs, never created, are written cancelled) instead of leaving it open with no runs."""
     from edgecron.data import fires as fire_data
     from edgecron.data import runs as run_data
-    from edgecron.services import fire_dispatch
+    from edgecron.services.fires import dispatch
 
     fixed = clock.FixedClock(T0)
     clock.set_clock(fixed)
@@ -225,9 +226,9 @@ def test_a_fire_whose_dispatch_died_before_an_outage_is_missed_by_the_catch_up(
     def die(*args: Any, **kwargs: Any) -> Any:
         raise DispatchDied("after the Fire was written")
 
-    monkeypatch.setattr(fire_dispatch.run_data, "put_new", die)
+    monkeypatch.setattr(dispatch.run_data, "put_new", die)
     with pytest.raises(DispatchDied):
-        fire_dispatch.dispatch_due(stored, fixed.now(), fire_at)
+        dispatch.dispatch_due(stored, fixed.now(), fire_at)
     monkeypatch.undo()
     assert fires(s["id"])[fire_at // 1000] == "SCHEDULED"
     assert run_data.get_many(app_id, fire_data.run_ids_of(fire_data.get(s["id"], fire_at))) == []  # type: ignore[arg-type]

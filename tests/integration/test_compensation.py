@@ -12,7 +12,7 @@ import pytest
 from edgecron import clock
 from edgecron.data import fires as fire_data
 from edgecron.data import schedules as schedule_data
-from edgecron.services import fire_pipeline
+from edgecron.services.fires import due_walk
 from edgecron_testing.harness import call_api, invoke, load_event
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import Pump, drain_queues, new_app
@@ -51,7 +51,7 @@ def test_a_failing_catch_up_still_answers_failed(cfn: Receiver, monkeypatch: pyt
     def broken(*args: object, **kwargs: object) -> object:
         raise RuntimeError("DynamoDB unavailable")
 
-    monkeypatch.setattr(fire_pipeline, "dispatch_due_schedules", broken)
+    monkeypatch.setattr(due_walk, "dispatch_schedules", broken)
     event = load_event("cfn-update.json") | {"ResponseURL": cfn.url("/cfn-response")}
     result = invoke("compensation", event)
     answer = answer_of(cfn)

@@ -19,7 +19,7 @@ from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, ScheduleModel
 from edgecron.domain import due_slots
 from edgecron.domain.vocabulary import ScheduleStatus
-from edgecron.services import fire_dispatch, schedules_scan
+from edgecron.services.fires import dispatch, due_walk
 from edgecron_testing.aws_fidelity import IndexTime
 from edgecron_testing.harness import call_api, invoke
 from edgecron_testing.inprocess import due_walk_left_at
@@ -175,19 +175,19 @@ def test_a_failing_schedule_owes_its_fire_until_it_is_dispatched(
 ) -> None:
     app_id, schedule_id = daily
     fire = T0.replace(hour=10)
-    real = fire_dispatch.dispatch_fire
+    real = dispatch.dispatch_fire
 
     def broken(schedule: Any, *args: Any, **kwargs: Any) -> Any:
         if schedule.schedule_id == schedule_id:
             raise RuntimeError("the schedule's dispatch failed")
         return real(schedule, *args, **kwargs)
 
-    monkeypatch.setattr(fire_dispatch, "dispatch_fire", broken)
+    monkeypatch.setattr(dispatch, "dispatch_fire", broken)
     report = _scan_at(fire, index_time)
     assert report["item_failures"] >= 1 and fire not in _fires(schedule_id)
     assert _row(app_id, schedule_id).due_slot == clock.to_ms(fire)  # every tick reads it there
     assert schedule_data.due_mark().mark == clock.to_ms(fire) + get_settings().lookahead_ms  # not held
-    monkeypatch.setattr(fire_dispatch, "dispatch_fire", real)
+    monkeypatch.setattr(dispatch, "dispatch_fire", real)
     _scan_at(fire + timedelta(minutes=1), index_time)  # read at its exact time, caught up late
     assert fire in _fires(schedule_id)
 
@@ -201,7 +201,7 @@ def test_a_schedule_that_keeps_failing_owes_its_fire_at_its_exact_time_and_holds
     def broken(schedule: Any, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the schedule's dispatch failed")
 
-    monkeypatch.setattr(fire_dispatch, "dispatch_fire", broken)
+    monkeypatch.setattr(dispatch, "dispatch_fire", broken)
     later = fire + timedelta(minutes=30)
     _scan_at(fire, index_time)
     row = _row(app_id, schedule_id)
@@ -219,7 +219,7 @@ def test_a_failing_schedule_whose_owed_fire_cannot_be_recorded_holds_the_window_
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the table refused the write")
 
-    monkeypatch.setattr(fire_dispatch, "dispatch_fire", broken)
+    monkeypatch.setattr(dispatch, "dispatch_fire", broken)
     monkeypatch.setattr(schedule_data, "owe", broken)
     _scan_at(fire, index_time)
     _scan_at(fire + timedelta(minutes=30), index_time)
@@ -288,12 +288,12 @@ def test_a_tick_that_stops_early_moves_the_mark_only_as_far_as_it_got(index_time
     index_time.settle()
     fire = T0.replace(hour=10)
     clock.set_clock(clock.FixedClock(fire))
-    work = schedules_scan.schedule_work(fire, schedules_scan.ScheduleScanReport())
+    work = due_walk.schedule_work(fire, due_walk.ScheduleScanReport())
     next(work)  # the 10:00:00 schedule: dispatched, then the tick's time runs out
     work.close()
     assert fire in _fires(ids[0]) and not _fires(ids[1]) and not _fires(ids[2])
     mark = schedule_data.due_mark().mark
-    assert mark == clock.to_ms(fire + timedelta(seconds=20)) - 1 - schedules_scan.STOP_MARGIN_MS
+    assert mark == clock.to_ms(fire + timedelta(seconds=20)) - 1 - due_walk.STOP_MARGIN_MS
     _scan_at(fire + timedelta(seconds=30), index_time)
     assert fire + timedelta(seconds=20) in _fires(ids[1]) and fire + timedelta(seconds=40) in _fires(ids[2])
 
@@ -308,17 +308,17 @@ def test_a_schedule_that_failed_is_caught_up_from_its_exact_time_once_it_recover
     schedule_id = _create(key, cron="0 10 * * *")
     _scan_at(T0, index_time)
     fire = T0.replace(hour=10)
-    real = fire_dispatch.dispatch_fire
+    real = dispatch.dispatch_fire
 
     def broken(schedule: Any, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the schedule's dispatch failed")
 
-    monkeypatch.setattr(fire_dispatch, "dispatch_fire", broken)
+    monkeypatch.setattr(dispatch, "dispatch_fire", broken)
     _scan_at(fire, index_time)
     _scan_at(fire + timedelta(minutes=30), index_time)
     assert schedule_data.due_mark().mark == clock.to_ms(fire + timedelta(minutes=30)) + 70_000
     assert _row(app_id, schedule_id).next_fire_at == clock.to_ms(fire)  # still owed
-    monkeypatch.setattr(fire_dispatch, "dispatch_fire", real)
+    monkeypatch.setattr(dispatch, "dispatch_fire", real)
     _scan_at(fire + timedelta(minutes=31), index_time)
     assert fire in _fires(schedule_id)  # caught up: RUN_ONCE runs the missed fire late
     assert _row(app_id, schedule_id).due_slot == -300_000_000 + 10 * 3_600_000
@@ -369,7 +369,7 @@ def test_a_tick_that_stops_early_leaves_the_mark_before_the_next_fire_of_an_ever
     """An every-second schedule is not written at its fires either: the next tick goes on from where
     this one stopped, with no fire skipped, although a later wheel slot was already in sight. After
     one step it has just left the exact key of its create for the every-tick one."""
-    monkeypatch.setattr(schedules_scan, "STOP_MARGIN_MS", 0)
+    monkeypatch.setattr(due_walk, "STOP_MARGIN_MS", 0)
     clock.set_clock(clock.FixedClock(T0 - timedelta(minutes=10)))
     app_id, key = new_app("slots-tick-stop")
     daily = _create(key, cron="0 1 9 * * *")  # 09:01:00, on the day wheel
@@ -381,7 +381,7 @@ def test_a_tick_that_stops_early_leaves_the_mark_before_the_next_fire_of_an_ever
     index_time.settle()
     now = T0 + timedelta(seconds=5)
     clock.set_clock(clock.FixedClock(now))
-    work = schedules_scan.schedule_work(now, schedules_scan.ScheduleScanReport())
+    work = due_walk.schedule_work(now, due_walk.ScheduleScanReport())
     for _ in range(steps):
         next(work)
     work.close()

@@ -188,7 +188,7 @@ def alert_subjects_after_auto_pause(schedule_name: str) -> list[str]:
     queue subscribed to it."""
     from edgecron.data import schedules as schedule_data
     from edgecron.data.models import FireModel
-    from edgecron.services import fires
+    from edgecron.services.fires import settle
 
     sqs: Any = boto3.client("sqs", region_name="us-east-1")
     sns: Any = boto3.client("sns", region_name="us-east-1")
@@ -213,7 +213,7 @@ def alert_subjects_after_auto_pause(schedule_name: str) -> list[str]:
             status="FAILED",
             created_at=now_ms,
         )
-        fires._auto_paused(fire, 3, "http 500", now_ms)
+        settle._auto_paused(fire, 3, "http 500", now_ms)
         got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
         import json
 

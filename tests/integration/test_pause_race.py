@@ -11,7 +11,7 @@ import pytest
 
 from edgecron import clock
 from edgecron.data.models import FireModel
-from edgecron.services import fire_dispatch
+from edgecron.services.fires import dispatch
 from edgecron_testing.harness import call_api, invoke, load_event
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import Pump, app_runs, new_app
@@ -84,9 +84,9 @@ def test_nothing_is_delivered_after_pause_or_delete_returned(
 ) -> None:
     app_id, key = new_app(f"race-{verb}")
     s, fire = due_soon_schedule(key, receiver.url("/race"))
-    target = (fire_dispatch, "dispatch_fire")
+    target = (dispatch, "dispatch_fire")
     if moment == "after_the_fire_was_created":
-        target = (fire_dispatch.run_data, "put_new")
+        target = (dispatch.run_data, "put_new")
     calls = before_first_call(monkeypatch, *target, pause_of(key, s["id"], verb))
     invoke("scan", load_event("scan.json"))
     assert calls, "the scan did not reach the interleaving point"

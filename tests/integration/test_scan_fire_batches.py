@@ -12,7 +12,7 @@ import pytest
 
 from edgecron import clock
 from edgecron.data import schedules as schedule_data
-from edgecron.services import fire_dispatch
+from edgecron.services.fires import dispatch
 from edgecron_testing.harness import call_api, invoke, load_event, schedules_firing_once
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import Pump, new_app
@@ -83,7 +83,7 @@ def test_the_scan_sends_the_runs_of_a_ticks_fires_ten_to_a_request(
     assert [len(params["Entries"]) for params in requests] == [10, 10, 5]
     sent = sent_batches(calls)
     for schedule_id in ids:
-        run_id = fire_dispatch.run_id_for(schedule_id, fire_ms, endpoint_id)
+        run_id = dispatch.run_id_for(schedule_id, fire_ms, endpoint_id)
         [sent_at] = [i for i, body in sent if run_id in body]
         [moved_at] = advanced_at(calls, schedule_id)
         assert sent_at < moved_at, "the schedule moved past its fire before its run was sent"

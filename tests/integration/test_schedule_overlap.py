@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 
 from edgecron import clock
 from edgecron.domain import jitter
-from edgecron.services import fire_overlap, fire_turns
+from edgecron.services.fires import admission, turns
 from edgecron_testing.harness import call_api, delivery_message, invoke, sqs_event
 from edgecron_testing.harness import new_endpoint as endpoint
 from edgecron_testing.harness import new_schedule as schedule
@@ -316,7 +316,7 @@ def test_a_buffered_fire_starts_even_if_the_worker_settling_the_open_one_dies(
     invoke("scan", {"detail": {}})  # enqueues the retry of 12:00 (and dispatches the 12:20 fire)
     with monkeypatch.context() as m:
         # before the turn is handed over, or after it and before the buffered fire is sent
-        m.setattr(fire_turns, dies_in, _dies(dies_in))
+        m.setattr(turns, dies_in, _dies(dies_in))
         with pytest.raises(BatchProcessingError, match="worker died"):
             pump.deliveries()  # the invocation fails: its message comes back once its visibility ends
     assert [st for _, st, _ in statuses(key, s["id"])][:2] == ["COMPLETED", "BUFFERED"]
@@ -380,7 +380,7 @@ def test_an_admission_cut_short_after_taking_the_turn_is_finished_by_the_scan(
     fixed.set(at(0))
     invoke("scan", {"detail": {}})
     with monkeypatch.context() as m:
-        m.setattr(fire_overlap.fire_data, "admit", _dies("admit"))
+        m.setattr(admission.fire_data, "admit", _dies("admit"))
         with pytest.raises(BatchProcessingError, match="worker died"):
             pump.once("FanoutQueue", "fanout", batch=1)
     assert statuses(key, s["id"]) == [("12:00:00", "SCHEDULED", 0)]

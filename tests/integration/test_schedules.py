@@ -17,7 +17,7 @@ from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
-from edgecron.services import fire_dispatch, schedules_scan
+from edgecron.services.fires import dispatch, due_walk
 from edgecron_testing.harness import call_api, delivery_message, invoke, sqs_event
 from edgecron_testing.harness import new_endpoint as endpoint
 from edgecron_testing.harness import new_schedule as schedule
@@ -145,7 +145,7 @@ def test_eight_concurrent_scans_create_each_fire_and_run_once(fixed: clock.Fixed
 
     def scan() -> int:
         barrier.wait()
-        return schedules_scan.dispatch_schedules(now).fires_dispatched
+        return due_walk.dispatch_schedules(now).fires_dispatched
 
     with ThreadPoolExecutor(8) as pool:
         dispatched = sum(pool.map(lambda _: scan(), range(8)))
@@ -174,10 +174,10 @@ def test_a_crash_between_scan_steps_loses_and_doubles_nothing(
     s = schedule(key, cron="0 13 * * *", endpoint_ids=eps)
     fixed.set(T0 + timedelta(minutes=59, seconds=30))
     targets = {
-        "after_fire": (fire_dispatch.run_data, "put_new"),
-        "after_runs": (fire_dispatch, "send_deliveries"),
-        "after_enqueue": (fire_dispatch, "send_deliveries"),
-        "after_dispatched": (fire_dispatch.schedule_data, "advance"),
+        "after_fire": (dispatch.run_data, "put_new"),
+        "after_runs": (dispatch, "send_deliveries"),
+        "after_enqueue": (dispatch, "send_deliveries"),
+        "after_dispatched": (dispatch.schedule_data, "advance"),
     }
     module, name = targets[step]
     original = getattr(module, name)
@@ -189,7 +189,7 @@ def test_a_crash_between_scan_steps_loses_and_doubles_nothing(
 
     monkeypatch.setattr(module, name, crash)
     with pytest.raises(Crash):
-        fire_dispatch.dispatch_due(
+        dispatch.dispatch_due(
             schedule_data.get_timed(app_id, s["id"]), fixed.now(), clock.to_ms(fixed.now()) + 70_000
         )  # type: ignore[arg-type]
     monkeypatch.setattr(module, name, original)
@@ -482,7 +482,7 @@ def test_a_scan_that_read_a_schedule_before_an_edit_dispatches_the_edited_schedu
     )
     assert edited.status == 200, edited.body
     fixed.set(datetime.fromtimestamp(fire_at / 1000, UTC) - timedelta(seconds=30))
-    assert fire_dispatch.dispatch_due(stale, clock.now(), fire_at).handled == 1
+    assert dispatch.dispatch_due(stale, clock.now(), fire_at).handled == 1
     [fire] = fires_of(created["id"])
     assert list(fire.endpoint_ids) == [new_ep]
     [run] = runs_of(app_id, created["id"])
@@ -494,7 +494,7 @@ def dispatch_that_dies(app_id: str, schedule_id: str, fixed: clock.FixedClock) -
     with pytest.raises(Crash):
         stored = schedule_data.get_timed(app_id, schedule_id)
         assert stored is not None
-        fire_dispatch.dispatch_due(stored, fixed.now(), clock.to_ms(fixed.now()) + 70_000)
+        dispatch.dispatch_due(stored, fixed.now(), clock.to_ms(fixed.now()) + 70_000)
 
 
 def test_a_fire_whose_dispatch_died_after_its_fire_was_written_is_dispatched_by_the_next_scan(
@@ -510,7 +510,7 @@ def test_a_fire_whose_dispatch_died_after_its_fire_was_written_is_dispatched_by_
     def die(*args: Any, **kwargs: Any) -> Any:
         raise Crash("after the Fire was written")
 
-    monkeypatch.setattr(fire_dispatch.run_data, "put_new", die)
+    monkeypatch.setattr(dispatch.run_data, "put_new", die)
     dispatch_that_dies(app_id, s["id"], fixed)
     monkeypatch.undo()
     assert len(fires_of(s["id"])) == 1 and runs_of(app_id, s["id"]) == []
@@ -542,7 +542,7 @@ def test_a_fire_whose_dispatch_died_is_billed_once_it_is_dispatched(
             write_fire(*args, **kwargs)
         raise Crash(dies)
 
-    monkeypatch.setattr(fire_dispatch.fire_data, "create", die)
+    monkeypatch.setattr(dispatch.fire_data, "create", die)
     dispatch_that_dies(app_id, s["id"], fixed)
     monkeypatch.undo()
     fixed.advance(5)  # the next tick dispatches it
@@ -630,11 +630,11 @@ def test_a_listed_fire_an_earlier_release_left_unmarked_is_dispatched_once_after
     assert stored is not None
     assert schedule_data.advance(stored, fire_at, fire_at + 86_400_000, now_ms)  # moved on, runs not sent
     fixed.advance(70)  # the pass takes Fires 30 s past their fire time
-    first = schedules_scan.dispatch_schedules(fixed.now())
+    first = due_walk.dispatch_schedules(fixed.now())
     assert first.fires_redispatched == 1
     [run] = runs_of(app_id, s["id"])
     assert run.fire_at == fire_at and run.endpoint_id == ep
     fire = fire_data.get(s["id"], fire_at)
     assert fire is not None and fire.started_at is not None
     fixed.advance(60)
-    assert schedules_scan.dispatch_schedules(fixed.now()).fires_redispatched == 0
+    assert due_walk.dispatch_schedules(fixed.now()).fires_redispatched == 0

@@ -153,7 +153,7 @@ def test_an_endpoint_without_limits_has_no_flow_control() -> None:
 
 def test_a_schedule_run_flow_control_holds_back_is_late_by_design_not_a_lost_message() -> None:
     from edgecron.data.models import TaskRunModel
-    from edgecron.services.schedules_scan import is_late_first_delivery
+    from edgecron.services.fires.due_walk import is_late_first_delivery
 
     def run(**extra: object) -> TaskRunModel:
         return TaskRunModel(

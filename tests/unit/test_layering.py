@@ -121,9 +121,9 @@ FIRE_SETTLE_WRITES = ("fire_data.settle(", "fire_data.settle_unadmitted(", "fire
 
 
 def test_only_the_settle_module_writes_a_fires_final_status() -> None:
-    """services/fires.py is the one writer of a Fire's final status (and so always takes the
+    """services/fires/settle.py is the one writer of a Fire's final status (and so always takes the
     after-settle step: failure count, a one-time schedule's end, the turn)."""
-    owner = CORE / "edgecron" / "services" / "fires.py"
+    owner = CORE / "edgecron" / "services" / "fires" / "settle.py"
     offenders = [
         f"{path.relative_to(ROOT)}:{n}"
         for path in (CORE / "edgecron").rglob("*.py")

@@ -350,7 +350,7 @@ class TaskRunModel(Model):
     uncounted = BooleanAttribute(null=True)  # a direct run its worker has yet to count (data/usage.py)
     counted_by_check = BooleanAttribute(null=True)  # the scan's check of recent runs counts it
     # the only run of a Fire bound to one Endpoint, without an overlap policy: its worker settles the
-    # Fire from it without reading the Fire first (services/fires.py)
+    # Fire from it without reading the Fire first (services/fires/settle.py)
     settles_fire = BooleanAttribute(null=True)
     # Flow control held it back (delivered late by design, never a missed fire), with the rate slot
     # it was granted (ms) while it waits for it

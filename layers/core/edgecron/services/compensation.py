@@ -12,7 +12,7 @@ import requests
 
 from edgecron import clock
 from edgecron.observability import logger
-from edgecron.services import fire_pipeline
+from edgecron.services.fires import due_walk
 from edgecron.services.scan import ScanReport, dispatch_runs
 
 ANSWER_MARGIN_SEC = 20  # stop working this long before the Lambda timeout, so CloudFormation is answered
@@ -28,7 +28,7 @@ class CfnAnswer:
 def catch_up(remaining_ms: int) -> dict[str, Any]:
     deadline = time.monotonic() + max(1.0, remaining_ms / 1000 - ANSWER_MARGIN_SEC)
     now = clock.now()
-    schedules = fire_pipeline.dispatch_due_schedules(now, deadline=deadline)
+    schedules = due_walk.dispatch_schedules(now, deadline=deadline)
     runs = ScanReport()
     dispatch_runs(now, runs)
     return {

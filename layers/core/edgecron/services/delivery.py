@@ -54,8 +54,9 @@ from edgecron.observability import (
     logger,
     millis,
 )
-from edgecron.services import endpoint_health, fires, operational_events
+from edgecron.services import endpoint_health, operational_events
 from edgecron.services import endpoints as endpoint_service
+from edgecron.services.fires import settle
 from edgecron.services.http_sender import USER_AGENT, HttpOutcome, send
 from edgecron.services.retry_policies import resolve_spec
 
@@ -192,9 +193,9 @@ def _deliver(
     try:
         _wait_until_due(run, now_ms)
         if run.source == Source.SCHEDULE:
-            ctx = replace(ctx, schedule=fires.schedule_of(run))
-            if fires.stopped(ctx.schedule):  # read last, right before the request: a pause wins
-                fires.cancel_claimed(run, clock.to_ms(clock.now()), fires.STOPPED, ctx.schedule)
+            ctx = replace(ctx, schedule=settle.schedule_of(run))
+            if settle.stopped(ctx.schedule):  # read last, right before the request: a pause wins
+                settle.cancel_claimed(run, clock.to_ms(clock.now()), settle.STOPPED, ctx.schedule)
                 return DeliveryReport(run_id, "cancelled")
             if run.fire_at is not None and run.total_attempts == 1:
                 millis(FIRE_LAG_MS, max(0, clock.to_ms(clock.now()) - int(run.fire_at)))
@@ -273,7 +274,7 @@ def _hold(run: TaskRun, due_ms: int, now_ms: int, *, slot_ms: int | None) -> Del
     if held is None:
         logger.warning("run changed while flow control held it", extra={"run_id": run.run_id})
         return DeliveryReport(run.run_id, "skipped")
-    fires.run_held_until(held, due_ms)
+    settle.run_held_until(held, due_ms)
     if direct:
         send_deliveries([DeliveryMessage(run.run_id, run.app_id, delay_sec)], retry=True)
     logger.info(
@@ -307,7 +308,7 @@ def _not_claimed(app_id: str, run_id: str, now_ms: int) -> DeliveryReport:
             send_deliveries([DeliveryMessage(run.run_id, run.app_id, delay)], retry=True)
             return DeliveryReport(run_id, "requeued")
     if run is not None and run.status in st.TERMINAL:
-        fires.run_final_again(run, now_ms)  # its worker may have died before settling its Fire
+        settle.run_final_again(run, now_ms)  # its worker may have died before settling its Fire
     logger.info(
         "delivery message dropped", extra={"run_id": run_id, "status": run.status if run else "missing"}
     )
@@ -455,7 +456,7 @@ def _conclude(
         )
         if waiting is not None:
             count(RETRY_SCHEDULED)
-            fires.run_waits_for_retry(waiting)
+            settle.run_waits_for_retry(waiting)
             if direct:
                 send_deliveries(
                     [DeliveryMessage(run.run_id, run.app_id, (due_ms - now_ms) / 1000)], retry=True
@@ -501,7 +502,7 @@ def after_run_finished(
         facts = operational_events.run_facts(run)
         operational_events.publish(run.app_id, OperationalEvent.RUN_DEAD_LETTERED, facts, now_ms, cause=run)
     if run.source == Source.SCHEDULE:
-        fires.run_settled(run, status, now_ms, schedule)
+        settle.run_settled(run, status, now_ms, schedule)
 
 
 def _kind_of(status_code: int | None) -> str | None:

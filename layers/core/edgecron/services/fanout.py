@@ -47,8 +47,8 @@ from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import ScheduleStatus
 from edgecron.observability import logger
 from edgecron.schemas.messages import FanoutBody
-from edgecron.services import fire_dispatch, fire_pipeline, fires
 from edgecron.services.events import run_id_for
+from edgecron.services.fires import admission, dispatch, settle
 from edgecron.services.task_runs import enqueue_plan
 
 PAGE_SIZE = 100  # an Event's page: matched runs are created and enqueued right away
@@ -129,7 +129,7 @@ def fan_out(message: FanoutMessage, page_size: int | None = None) -> FanoutRepor
     if message.dispatch_until is not None:
         return _schedule_window(message.app_id, str(message.schedule_id), message.dispatch_until)
     if message.gate:
-        outcome = fire_pipeline.admit_due(str(message.schedule_id), int(message.fire_at or 0), message.app_id)
+        outcome = admission.admit_due(str(message.schedule_id), int(message.fire_at or 0), message.app_id)
         return FanoutReport(outcome)
     return _fire_page(message, page_size or FIRE_PAGE_SIZE)
 
@@ -145,7 +145,7 @@ def _schedule_window(app_id: str, schedule_id: str, until_ms: int) -> FanoutRepo
         return FanoutReport("skipped")
     horizon = min(until_ms, clock.to_ms(now) + get_settings().lookahead_ms)
     step = min(horizon, schedule.next_fire_at + WINDOW_STEP_MS - 1)
-    done = fire_pipeline.dispatch(schedule, now, step)
+    done = dispatch.dispatch_due(schedule, now, step)
     handled, schedule = done.handled, done.schedule
     if not handled:
         return FanoutReport("skipped")  # another writer moved the schedule: the scan goes on from there
@@ -289,9 +289,9 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
 
 def _create_fire_runs(schedule: Schedule, fire: Fire, endpoint_ids: list[str], now_ms: int) -> int:
     fire_at, due = fire.fire_at, fire.due_ms
-    _, wake_at = fire_dispatch.run_plan(fire, now_ms)
+    _, wake_at = dispatch.run_plan(fire, now_ms)
     return sum(
-        fire_dispatch.put_fire_run(schedule, fire_at, ep, wake_at, now_ms, due_ms=due) for ep in endpoint_ids
+        dispatch.put_fire_run(schedule, fire_at, ep, wake_at, now_ms, due_ms=due) for ep in endpoint_ids
     )
 
 
@@ -304,9 +304,9 @@ def _after_last_page(schedule_id: str, fire_at: int, last_ids: list[str], now_ms
     if fire is None or fire.status not in fire_data.OPEN:
         return
     if not fire.run_count:
-        fires.settle_as(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS)
+        settle.settle_as(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS)
         return
-    fire_pipeline.settle_if_done(fire, now_ms)
+    settle.settle_if_done(fire, now_ms)
 
 
 def stop_fire(fire: Fire, unrecorded_run_ids: list[str], now_ms: int) -> None:
@@ -319,7 +319,7 @@ def stop_fire(fire: Fire, unrecorded_run_ids: list[str], now_ms: int) -> None:
             run_data.cancel(run, now_ms, STOPPED)
     current = fire_data.get(fire.schedule_id, fire.fire_at)
     if current is not None and current.status in fire_data.OPEN:
-        fires.settle_as(current, fire_data.CANCELLED, now_ms, STOPPED)
+        settle.settle_as(current, fire_data.CANCELLED, now_ms, STOPPED)
 
 
 def handle_dead_letter(body: FanoutBody | str, receive_count: int) -> str:
@@ -350,7 +350,7 @@ def handle_dead_letter(body: FanoutBody | str, receive_count: int) -> str:
     fire = fire_data.get(str(message.schedule_id), int(message.fire_at or 0))
     if fire is None or fire.app_id != message.app_id:
         return "unknown"
-    if fire.status not in fire_data.OPEN or not fires.settle_as(fire, fire_data.FAILED, now_ms, reason):
+    if fire.status not in fire_data.OPEN or not settle.settle_as(fire, fire_data.FAILED, now_ms, reason):
         return "already_final"
     logger.error("fire fan-out failed", extra={"schedule_id": fire.schedule_id, "reason": reason})
     return "fire_failed"

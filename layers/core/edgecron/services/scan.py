@@ -21,8 +21,9 @@ from edgecron.domain import run_states as st
 from edgecron.domain.task_runs import TaskRun
 from edgecron.errors import StoredItemUnreadable
 from edgecron.observability import SCAN_DURATION_MS, logger, millis
-from edgecron.services import events, fire_pipeline, usage
+from edgecron.services import events, usage
 from edgecron.services.delivery import record_lost_attempt
+from edgecron.services.fires import due_walk
 from edgecron.services.scan_work import (
     DEFAULT_BUDGET_MS,
     Budget,
@@ -61,14 +62,14 @@ def run_scan(
     started = time.perf_counter()
     budget = Budget(remaining_ms) if remaining_ms is not None else Budget.of(DEFAULT_BUDGET_MS)
     report = ScanReport()
-    schedules = fire_pipeline.ScheduleScanReport()
+    schedules = due_walk.ScheduleScanReport()
     with usage.billing_ahead():
         report.unfinished = run_fairly(
             {
                 "runs": run_work(now, report, rebuild=rebuild),
-                "schedules": fire_pipeline.schedule_work(now, schedules),
-                "interrupted": fire_pipeline.interrupted_work(now, schedules),
-                "schedules table": fire_pipeline.table_work(now),
+                "schedules": due_walk.schedule_work(now, schedules),
+                "interrupted": due_walk.interrupted_work(now, schedules),
+                "schedules table": due_walk.table_work(now),
                 "event fan-outs": events.left_behind_work(
                     clock.to_ms(now), get_settings().shards, report.extra
                 ),
@@ -109,7 +110,7 @@ def run_work(now: datetime, report: ScanReport, *, rebuild: bool = False) -> Wor
     """Check the runs sent at their creation that are old enough (check_recent_runs), then walk the
     wake index, one step per run: enqueue due waiting runs, release expired claims (a worker died and
     its message is gone), drop stale entries; then reconcile the schedule runs no worker ever took
-    (fire_pipeline.reconcile_late). Messages are sent in batches as they come."""
+    (due_walk.reconcile_late). Messages are sent in batches as they come."""
     settings = get_settings()
     now_ms = clock.to_ms(now)
     horizon = now_ms + settings.lookahead_sec * 1000
@@ -136,7 +137,7 @@ def run_work(now: datetime, report: ScanReport, *, rebuild: bool = False) -> Wor
                 if len(outbox) >= 10:
                     flush(outbox, report)
                 yield
-        resend, late_report = fire_pipeline.reconcile_late(late, now, queues_lost=rebuild, state=backlog)
+        resend, late_report = due_walk.reconcile_late(late, now, queues_lost=rebuild, state=backlog)
         report.late_backlogged += late_report.backlogged
         report.late_missed += late_report.missed
         wake = now_ms + settings.redispatch_after_sec * 1000
@@ -253,7 +254,7 @@ def check_one(run: TaskRun, tick: _Tick) -> None:
     redispatch_ms = tick.settings.redispatch_after_sec * 1000
     wake = int(run.deliver_at) + redispatch_ms
     woken = tick.rebuild or wake <= tick.horizon
-    late_fire = fire_pipeline.is_late_first_delivery(run, tick.now_ms)  # the missed-fire policy decides
+    late_fire = due_walk.is_late_first_delivery(run, tick.now_ms)  # the missed-fire policy decides
     if run.status in st.WAITING and woken and run.deliver_at <= tick.horizon and not late_fire:
         if run_data.watch(run, tick.now_ms + redispatch_ms, enqueued_at=tick.now_ms):
             tick.report.runs_watched += 1
@@ -292,7 +293,7 @@ def wake_one(
             # claims leave wake_at alone; one that outlives this window is looked at again
             # when it expires (within the window, the next scan sees the run anyway)
             run_data.wake_at_claim_expiry(run)
-    elif fire_pipeline.is_late_first_delivery(run, now_ms):
+    elif due_walk.is_late_first_delivery(run, now_ms):
         late.append(run)  # its message should have been consumed by now: a backlog, or lost
     elif run.deliver_at <= horizon:
         wake = int(run.deliver_at) + settings.redispatch_after_sec * 1000

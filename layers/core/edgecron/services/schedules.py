@@ -20,7 +20,7 @@ from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import MissedPolicy, OverlapPolicy, ScheduleStatus
 from edgecron.errors import Conflict, NotFound, ParamInvalid
 from edgecron.schemas.schedules import ScheduleCreate, ScheduleUpdate
-from edgecron.services import fire_dispatch, fire_pipeline
+from edgecron.services.fires import dispatch, due_walk, settle
 from edgecron.services.retry_policies import DEFAULT_ID
 from edgecron.services.task_runs import check_payload
 
@@ -166,7 +166,7 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
         raise Conflict("the schedule is changing concurrently; try again", "id")
     if _TIMING & changes.keys():
         now_ms = clock.to_ms(now)
-        fire_pipeline.cancel_open(
+        settle.cancel_open(
             schedule_id,
             now_ms,
             "schedule edited: it no longer fires at this time",
@@ -247,7 +247,7 @@ def _stop(
         schedule = get(app_id, schedule_id)
         paused = schedule.status == ScheduleStatus.PAUSED
         if not paused and not deleting:
-            caught_up = fire_pipeline.record_owed(schedule, now)
+            caught_up = due_walk.record_owed(schedule, now)
             if caught_up is None:
                 continue  # another writer moved it: read it again
             schedule = caught_up
@@ -264,7 +264,7 @@ def _stop(
             )
             if not data.save_if_version(schedule, version):
                 continue
-        fire_pipeline.cancel_open(
+        settle.cancel_open(
             schedule_id,
             now_ms,
             reason,
@@ -306,7 +306,7 @@ def trigger(app_id: str, schedule_id: str, now: datetime) -> Fire:
     the Fire counts toward auto-pause like any other. A paused or ended schedule does not fire."""
     schedule = get(app_id, schedule_id)
     _check_can_fire(schedule)
-    fire = fire_dispatch.trigger_fire(schedule, clock.to_ms(now))
+    fire = dispatch.trigger_fire(schedule, clock.to_ms(now))
     if fire is None:  # paused or deleted between the two reads
         _check_can_fire(get(app_id, schedule_id))
         raise Conflict("the schedule is changing concurrently; try again", "id")
@@ -345,10 +345,10 @@ def kick(schedule: Schedule, now: datetime) -> Schedule:
         return schedule
     now_ms = clock.to_ms(now)
     horizon = now_ms + get_settings().lookahead_ms
-    done = fire_pipeline.dispatch(schedule, now, min(horizon, now_ms + KICK_AHEAD_MS))
+    done = dispatch.dispatch_due(schedule, now, min(horizon, now_ms + KICK_AHEAD_MS))
     schedule = done.schedule
     if done.handled < KICK_FIRES:
-        schedule = fire_pipeline.dispatch(schedule, now, horizon, limit=KICK_FIRES - done.handled).schedule
+        schedule = dispatch.dispatch_due(schedule, now, horizon, limit=KICK_FIRES - done.handled).schedule
     if schedule.is_active and schedule.next_fire_at is not None and schedule.next_fire_at <= horizon:
         send_schedule_dispatch(schedule.schedule_id, schedule.app_id, horizon)
     return schedule

@@ -22,7 +22,8 @@ from edgecron.domain.vocabulary import RunStatus, Source
 from edgecron.errors import Conflict, NotFound, ParamInvalid, PayloadTooLarge
 from edgecron.schemas.common import MAX_PAYLOAD_BYTES
 from edgecron.schemas.task_runs import MAX_RUN_DELAY_SEC, DeadLetterFilter, TaskRunCreate
-from edgecron.services import fires, quota, usage
+from edgecron.services import quota, usage
+from edgecron.services.fires import settle
 
 
 def check_payload(payload: Any, field: str = "payload") -> None:
@@ -159,7 +160,7 @@ def cancel(app_id: str, run_id: str, now_ms: int) -> TaskRun:
             code="NOT_CANCELLABLE",
         )
     if cancelled.source == Source.SCHEDULE:
-        fires.run_settled(cancelled, st.CANCELLED, now_ms)
+        settle.run_settled(cancelled, st.CANCELLED, now_ms)
     return cancelled
 
 

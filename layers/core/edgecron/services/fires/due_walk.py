@@ -34,7 +34,8 @@ from edgecron.domain.schedules import Schedule
 from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import MissedPolicy, Source
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
-from edgecron.services import fire_dispatch, fires, operational_events, usage
+from edgecron.services import operational_events, usage
+from edgecron.services.fires import dispatch, settle
 from edgecron.services.scan_work import Budget, Work, first_shard, item_failed, run_fairly
 
 GRACE = timedelta(seconds=2)  # a fire this late is dispatched late, not recorded as missed
@@ -83,8 +84,8 @@ def dispatch_schedules(
 
 class FireOutbox:
     """The scan's fires, their runs sent ten to a request. `dispatch` writes one fire's Fire and runs
-    (steps (a)-(b) of fire_dispatch) and keeps their messages here; `flush` sends every message kept,
-    then advances each schedule past its fire (step (c)). So, as in fire_dispatch.dispatch_due, no
+    (steps (a)-(b) of `dispatch`) and keeps their messages here; `flush` sends every message kept,
+    then advances each schedule past its fire (step (c)). So, as in dispatch.dispatch_due, no
     schedule moves past a fire before its runs are sent: a crash before the flush leaves the
     schedules at their fire times, and the next tick dispatches them again (the Fires and runs
     exist; a second message is absorbed by the worker's claim). A schedule whose entry stays on its
@@ -117,7 +118,7 @@ class FireOutbox:
         if fire_at is None or not schedule.fires_next_at(fire_at):
             return None
         next_ms = schedule.next_after(fire_at)  # before any write: a timing that fails fires nothing
-        if fire_dispatch.dispatch_fire(schedule, fire_at, self._now_ms, outbox=self._messages).refused:
+        if dispatch.dispatch_fire(schedule, fire_at, self._now_ms, outbox=self._messages).refused:
             return None
         self._pending[schedule.schedule_id] = (schedule, fire_at, next_ms)
         return replace(schedule, next_fire_at=next_ms)
@@ -136,7 +137,7 @@ class FireOutbox:
         messages, self._messages = self._messages, []
         pending, self._pending = self._pending, {}
         if messages:
-            fire_dispatch.send_fire_runs(messages)
+            dispatch.send_fire_runs(messages)
         walked = self._walked
         for schedule_id, (schedule, fire_at, next_ms) in pending.items():
             try:
@@ -384,7 +385,7 @@ def process_steps(
         yield from _outbox_steps(schedule, horizon_ms, outbox)
         return
     while schedule.next_fire_at is not None and schedule.next_fire_at <= horizon_ms:
-        done = fire_dispatch.dispatch_due(schedule, now, min(horizon_ms, schedule.next_fire_at + SLICE_MS))
+        done = dispatch.dispatch_due(schedule, now, min(horizon_ms, schedule.next_fire_at + SLICE_MS))
         report.fires_dispatched += done.handled
         if done.handled == 0:
             return  # another writer moved the schedule
@@ -582,7 +583,7 @@ def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
     shards = get_settings().shards
     for i in range(shards):
         shard = (first_shard(now_ms, shards) + i) % shards
-        for fire in fire_data.interrupted(str(shard), now_ms - fire_dispatch.INTERRUPTED_AFTER_MS):
+        for fire in fire_data.interrupted(str(shard), now_ms - dispatch.INTERRUPTED_AFTER_MS):
             try:
                 redispatch(fire, now_ms, report)
             except Exception:
@@ -594,12 +595,12 @@ def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
 def redispatch(fire: Fire, now_ms: int, report: ScheduleScanReport) -> None:
     schedule = schedule_data.get_timed(fire.app_id, fire.schedule_id, consistent=True)
     if schedule is None or not schedule.is_active:
-        fires.cancel_fire(fire, now_ms, "schedule deleted or paused")
+        settle.cancel_fire(fire, now_ms, "schedule deleted or paused")
         return
-    fire_dispatch.dispatch_fire(schedule, fire.fire_at, now_ms)
+    dispatch.dispatch_fire(schedule, fire.fire_at, now_ms)
     if not fire.paged and fire.started_at is None and fire.overlap is None:
         fire_data.mark_dispatched(fire, now_ms)
-    fires.settle_if_done(fire, now_ms)
+    settle.settle_if_done(fire, now_ms)
     report.fires_redispatched += 1
 
 
@@ -700,8 +701,8 @@ def settle_late_fires(late: list[TaskRun], now: datetime, report: LateReport | N
                                 is not None
                             )
                     if fire is not None:
-                        fires.counted_runs_ended(fire, ended)
-                        fires.settle_if_done(fire, now_ms)
+                        settle.counted_runs_ended(fire, ended)
+                        settle.settle_if_done(fire, now_ms)
                 continue
             started, unstarted = split_started(
                 {t: [(r.status, int(r.total_attempts)) for r in runs] for t, runs in runs_at.items()}
@@ -741,10 +742,10 @@ def miss(fire: Fire | None, runs: list[TaskRun], now_ms: int, *, policy: str | N
     if fire is None:
         return False
     if not cancelled_all:
-        fires.counted_runs_ended(fire, ended)
-        fires.settle_if_done(fire, now_ms)
+        settle.counted_runs_ended(fire, ended)
+        settle.settle_if_done(fire, now_ms)
         return False
-    if not fires.settle_as(fire, fire_data.MISSED, now_ms, MISSED_REASON):
+    if not settle.settle_as(fire, fire_data.MISSED, now_ms, MISSED_REASON):
         return False
     count(MISSED_FIRES)
     operational_events.fires_missed(fire.app_id, fire.schedule_id, [fire.fire_at], 1, policy, now_ms)

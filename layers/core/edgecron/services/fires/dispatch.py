@@ -14,7 +14,7 @@ exist by then, writing those not yet created as cancelled; the re-read cancels t
 A schedule bound to every Endpoint of its App (endpoint_ids empty) is dispatched by the fan-out
 function instead of (b): the Fire is created `paged` and its Endpoints are walked page by page
 (services/fanout.py), so no item grows with the number of Endpoints; a crash before its first page
-is handed on is re-driven from the `open_fire_keys` index (schedules_scan.interrupted_work)."""
+is handed on is re-driven from the `open_fire_keys` index (due_walk.interrupted_work)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import Source
 from edgecron.observability import FIRES, count, logger
-from edgecron.services import fire_turns, fires, quota, usage
+from edgecron.services import quota, usage
+from edgecron.services.fires import settle, turns
 from edgecron.services.task_runs import enqueue_plan
 
 QUOTA_EXCEEDED = "monthly quota exceeded: the fire was not run"
@@ -93,12 +94,12 @@ def dispatch_fire(
         paged=paged and not over_quota,
         due_at_ms=due_at_ms,
         overlap=schedule.fire_overlap,
-        waits_long=due_at_ms is not None and fires.waits_past_recent(fire_at_ms, due_at_ms),
+        waits_long=due_at_ms is not None and settle.waits_past_recent(fire_at_ms, due_at_ms),
     )
     if not created and not over_quota:  # the Fire was already written, and billed then
         usage.take_back_trigger(schedule.app_id, Source.SCHEDULE, now_ms)
     if created and over_quota:  # not run, not billed, not retried; counts toward auto-pause
-        fires.after_settle(fire, fire_data.FAILED, now_ms, error)
+        settle.after_settle(fire, fire_data.FAILED, now_ms, error)
         return DispatchResult(fire, created, 0)
     if created:
         count(FIRES)
@@ -144,7 +145,7 @@ def trigger_fire(schedule: Schedule, now_ms: int) -> Fire | None:
             break
         fire_at_ms += 1
     if over_quota:
-        fires.after_settle(fire, fire_data.FAILED, now_ms, error)
+        settle.after_settle(fire, fire_data.FAILED, now_ms, error)
         return fire
     count(FIRES)
     if paged:
@@ -163,7 +164,7 @@ def _existing(schedule: Schedule, fire_at_ms: int, now_ms: int) -> DispatchResul
         return DispatchResult(None, False, 0)
     if not schedule.is_active:
         if fire.status in fire_data.OPEN:
-            fires.cancel_fire(fire, now_ms, STOPPED)
+            settle.cancel_fire(fire, now_ms, STOPPED)
         return DispatchResult(fire, False, 0)
     return _go_on(schedule, fire, False, now_ms)
 
@@ -174,7 +175,7 @@ def _go_on(
     if fire.status not in fire_data.OPEN:
         return DispatchResult(fire, created, 0)  # settled by an earlier attempt
     if fire.waits_for_admission:  # its overlap policy decides at its due time
-        fire_turns.send_gate(fire, now_ms, near_only=not created)
+        turns.send_gate(fire, now_ms, near_only=not created)
         return DispatchResult(fire, created, 0)
     if fire.overlap is not None:
         start_admitted(schedule, fire, now_ms)
@@ -309,7 +310,7 @@ def _cancel_runs(fire: Fire, now_ms: int) -> None:
     for run in run_data.get_many(fire.app_id, list(fire.run_ids)):
         if run.status in st.CANCELLABLE:
             run_data.cancel(run, now_ms, STOPPED)
-    fires.settle_if_done(fire, now_ms)
+    settle.settle_if_done(fire, now_ms)
 
 
 @dataclass(frozen=True)

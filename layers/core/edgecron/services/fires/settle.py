@@ -18,7 +18,8 @@ from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import NotificationKind, OperationalEvent, ScheduleStatus, Source
 from edgecron.observability import AUTO_PAUSED, count, logger
 from edgecron.schemas.schedules import PAUSE_REASON_MAX
-from edgecron.services import fire_turns, operational_events
+from edgecron.services import operational_events
+from edgecron.services.fires import turns
 
 PAUSE_AFTER_FAILURES = 3
 
@@ -233,7 +234,7 @@ def after_settle(
     if schedule.cron is None and schedule.next_fire_at is None:
         schedule_data.finish_one_time(fire.app_id, fire.schedule_id, now_ms)
     if fire.overlap is not None:  # it held its schedule's turn: the buffered one is admitted next
-        fire_turns.release(fire, now_ms)
+        turns.release(fire, now_ms)
 
 
 def auto_pause_reason(failures: int, error: str | None) -> str:

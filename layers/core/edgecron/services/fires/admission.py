@@ -21,7 +21,7 @@ from edgecron.domain.overlap import Admission, Slot, admit
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import OverlapPolicy, ScheduleStatus
 from edgecron.observability import logger
-from edgecron.services import fire_dispatch, fire_turns, fires
+from edgecron.services.fires import dispatch, settle, turns
 
 EARLY_MS = 1_000  # SQS delays are whole seconds: a gate message may arrive this much early
 ATTEMPTS = 3  # a decision whose slot write lost a race reads the slot again
@@ -64,18 +64,18 @@ def _admit_once(schedule_id: str, fire_at_ms: int, app_id: str, now_ms: int) -> 
         return "ignored"  # settled (skipped, cancelled, ...) or unknown
     schedule = schedule_data.get(app_id, schedule_id, consistent=True)
     if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
-        fires.cancel_fire(fire, now_ms, fire_dispatch.STOPPED)
+        settle.cancel_fire(fire, now_ms, dispatch.STOPPED)
         return "stopped"
     if fire.admitted_at is not None:  # admitted before: make sure its runs went out
-        fire_dispatch.start_admitted(schedule, fire, now_ms)
+        dispatch.start_admitted(schedule, fire, now_ms)
         return "started"
     if fire.due_ms > now_ms + EARLY_MS:
-        fire_turns.send_gate(fire, now_ms)
+        turns.send_gate(fire, now_ms)
         return "early"
     slot, running, _ = _slot(schedule)
     decision = admit(OverlapPolicy(fire.overlap), fire_at_ms, slot)
     if decision is Admission.HAND_OVER and running is not None:
-        fire_turns.release(running, now_ms)  # what the worker that settled it did not live to do
+        turns.release(running, now_ms)  # what the worker that settled it did not live to do
         return "retry"
     if decision is Admission.START:
         if slot.running_at != fire_at_ms and not schedule_data.take_slot(
@@ -84,7 +84,9 @@ def _admit_once(schedule_id: str, fire_at_ms: int, app_id: str, now_ms: int) -> 
             return "retry"
         return _start(schedule, fire, now_ms)
     if decision is Admission.SKIP:
-        if fires.settle_as(fire, fire_data.SKIPPED, now_ms, skipped_reason(slot.running_at), unadmitted=True):
+        if settle.settle_as(
+            fire, fire_data.SKIPPED, now_ms, skipped_reason(slot.running_at), unadmitted=True
+        ):
             logger.info("fire skipped: the previous one is still open", extra={"schedule_id": schedule_id})
         return "skipped"
     if slot.buffered_at != fire_at_ms and not schedule_data.buffer_slot(
@@ -110,5 +112,5 @@ def _start(schedule: Schedule, fire: Fire, now_ms: int) -> str:
         fire = current
     else:
         fire = admitted
-    fire_dispatch.start_admitted(schedule, fire, now_ms, admitted_now=admitted is not None)
+    dispatch.start_admitted(schedule, fire, now_ms, admitted_now=admitted is not None)
     return "started"

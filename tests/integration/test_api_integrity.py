@@ -19,7 +19,7 @@ from edgecron.data import endpoints as endpoint_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import IdempotencyModel, TaskRunModel
-from edgecron.domain import run_states as st
+from edgecron.domain.vocabulary import RunStatus
 from edgecron.services import endpoints as endpoint_service
 from edgecron.services import retry_policies as policy_service
 from edgecron_testing.aws_fidelity import IndexTime
@@ -143,7 +143,7 @@ def test_every_write_that_moves_a_run_moves_its_expiry(app_key: str, fixed: cloc
     claimed = run_data.claim(app_of_run(run_id), run_id, clock.to_ms(now))
     assert claimed is not None
     now = fixed.advance(1)
-    assert run_data.finish(claimed, st.DEAD_LETTER, clock.to_ms(now), status_code=500)
+    assert run_data.finish(claimed, RunStatus.DEAD_LETTER, clock.to_ms(now), status_code=500)
     assert stored_run(run_id).expires_at == expiry_after(now)
 
     now = fixed.advance(30 * DAY)

@@ -16,6 +16,7 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import EndpointModel, FireModel
 from edgecron.data.queues import DeliveryMessage
+from edgecron.domain.vocabulary import RunStatus
 from edgecron.services import fanout
 from edgecron.services.fires import dispatch
 from edgecron_testing.harness import call_api, invoke, load_event, sqs_event
@@ -327,7 +328,6 @@ def test_a_broadcast_fire_settles_from_a_counter_without_rereading_its_runs_on_e
 ) -> None:
     """Each finished run of a broadcast Fire is counted on the Fire; its runs are read once, when
     the last one finishes, so settling a Fire of n runs reads O(n) runs, not O(n^2)."""
-    from edgecron.domain import run_states as st
     from edgecron.services.fires import settle
 
     fixed = clock.FixedClock(T0)
@@ -357,8 +357,8 @@ def test_a_broadcast_fire_settles_from_a_counter_without_rereading_its_runs_on_e
     for run in runs:
         claimed = run_data.claim(app_id, run.run_id, now_ms)
         assert claimed is not None
-        assert run_data.finish(claimed, st.SUCCESS, now_ms, status_code=200)
-        settle.run_settled(claimed, st.SUCCESS, now_ms)
+        assert run_data.finish(claimed, RunStatus.SUCCESS, now_ms, status_code=200)
+        settle.run_settled(claimed, RunStatus.SUCCESS, now_ms)
     fire = fire_data.get(schedule_id, fire_at)
     assert fire is not None and fire.status == "COMPLETED"
     assert read <= 2 * len(runs)

@@ -14,6 +14,7 @@ from edgecron import clock
 from edgecron.data import fires as fire_data
 from edgecron.data import usage as usage_data
 from edgecron.data.models import FireModel
+from edgecron.domain.vocabulary import FireStatus
 from edgecron_testing.harness import call_api, invoke, load_event, schedules_firing_once
 from edgecron_testing.inprocess import usage_writes
 from edgecron_testing.receiver import Receiver
@@ -64,7 +65,7 @@ def test_fires_within_the_quota_all_run_though_the_scan_reserved_more(receiver: 
     invoke("scan", load_event("scan.json"))
     fires = _fires(ids)
     assert len(fires) == 10
-    assert all(fire.status != fire_data.FAILED for fire in fires), [(f.status, f.error) for f in fires]
+    assert all(fire.status != FireStatus.FAILED for fire in fires), [(f.status, f.error) for f in fires]
     assert _billed(key) == 10
 
 
@@ -73,7 +74,7 @@ def test_a_fire_over_the_quota_in_the_same_tick_fails_unbilled(receiver: Receive
     clock.set_clock(clock.FixedClock(fire_at))
     invoke("scan", load_event("scan.json"))
     statuses = [fire.status for fire in _fires(ids)]
-    assert statuses.count(fire_data.FAILED) == 1, statuses
+    assert statuses.count(FireStatus.FAILED) == 1, statuses
     assert _billed(key) == 3
 
 

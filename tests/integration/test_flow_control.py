@@ -25,6 +25,7 @@ from edgecron.data import runs as run_data
 from edgecron.data.flow_control import FLOW_PARTITION, FlowControlModel
 from edgecron.domain import run_states as st
 from edgecron.domain.task_runs import TaskRun
+from edgecron.domain.vocabulary import RunStatus
 from edgecron_testing.harness import call_api, delivery_message, invoke, load_function, sqs_event
 from edgecron_testing.inprocess import UpdateItemCalls
 from edgecron_testing.receiver import Receiver, Reply
@@ -297,7 +298,7 @@ def test_a_slot_beyond_the_queue_delay_waits_on_the_wake_index(
     assert last is not None
     # the eleventh slot is 1000 s away, past SQS's 900 s: the scan's wake entry brings it back then
     assert (last.status, int(last.deliver_at), int(last.wake_at)) == (
-        st.PENDING,
+        RunStatus.PENDING,
         clock.to_ms(START) + 1_000_000,
         clock.to_ms(START) + 1_000_000,
     )
@@ -381,8 +382,8 @@ def test_a_hold_after_the_check_of_recent_runs_passed_its_run_keeps_a_wake_entry
         assert stored is not None and not stored.has_wake_entry  # sent at creation: no entry
     # held soon after its creation: the check is still to read it, so no entry
     held = hold_behind(app_id, ep["id"], early, late)
-    assert held is not None and held.status == st.PENDING and not held.has_wake_entry
+    assert held is not None and held.status == RunStatus.PENDING and not held.has_wake_entry
     # first taken 200 s after its creation, and held again: past the check's reach, so an entry
     fixed.advance(200)
     held = hold_behind(app_id, ep["id"], early, late)
-    assert held is not None and held.status == st.PENDING and held.has_wake_entry
+    assert held is not None and held.status == RunStatus.PENDING and held.has_wake_entry

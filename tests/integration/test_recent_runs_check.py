@@ -18,7 +18,7 @@ from edgecron.data import runs as run_data
 from edgecron.data.keys import RUN_PARTITIONS
 from edgecron.data.models import RUNS_CHECKED_MONTH, RunsCheckedModel, TaskRunModel
 from edgecron.data.runs import per_partition_page
-from edgecron.domain import run_states as st
+from edgecron.domain.vocabulary import RunStatus
 from edgecron.services.scan import CHECK_BATCH
 from edgecron_testing.harness import call_api, invoke
 from edgecron_testing.inprocess import app_of_run
@@ -123,7 +123,7 @@ def _finished_runs(app_id: str, endpoint_id: str, created_ms: int, n: int) -> No
             wake_at_ms=None,
             now_ms=created_ms + i,
         )
-        assert run_data.put_new(replace(run, status=st.SUCCESS))
+        assert run_data.put_new(replace(run, status=RunStatus.SUCCESS))
 
 
 class _RunReads:

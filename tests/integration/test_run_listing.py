@@ -14,11 +14,11 @@ from edgecron.api.pagination import encode_cursor
 from edgecron.data import runs as run_data
 from edgecron.data.keys import RUN_PARTITIONS, app_run_partitions, run_partition
 from edgecron.data.models import TaskRunModel
-from edgecron.domain import run_states as st
+from edgecron.domain.vocabulary import RunStatus
 from edgecron_testing.harness import call_api
 from tests.integration.conftest import new_app
 
-STATUSES = [st.PENDING, st.SUCCESS, st.FAILED, st.CANCELLED]
+STATUSES = [RunStatus.PENDING, RunStatus.SUCCESS, RunStatus.FAILED, RunStatus.CANCELLED]
 SOURCES = ["direct", "event", "schedule"]
 
 # Index lag off: these tests list runs right after writing them (the list reads the table, eventually
@@ -121,10 +121,10 @@ def test_a_page_stops_after_its_key_budget_and_resumes_after_it() -> None:
     app_id, _ = new_app("budget")
     now_ms = clock.to_ms(clock.now())
     runs = seed_runs(app_id, 120, now_ms - 60_000)
-    wanted = [r.run_id for r in runs if r.status == st.FAILED and r.expires_at > now_ms // 1000]
+    wanted = [r.run_id for r in runs if r.status == RunStatus.FAILED and r.expires_at > now_ms // 1000]
     pages, cursor = [], None
     while True:
-        page = run_data.list_page(app_id, 3, cursor, now_ms, status=st.FAILED, max_keys=15)
+        page = run_data.list_page(app_id, 3, cursor, now_ms, status=RunStatus.FAILED, max_keys=15)
         pages.append([r.run_id for r in page.items])
         cursor = page.last_key
         if cursor is None:
@@ -141,11 +141,11 @@ def test_a_run_listed_reflects_its_latest_state() -> None:
     now_ms = clock.to_ms(clock.now())
     (run,) = seed_runs(app_id, 1, now_ms - 1_000)
     TaskRunModel(run_partition(app_id, run.run_id), run.run_id).update(
-        actions=[TaskRunModel.status.set(st.DEAD_LETTER)]
+        actions=[TaskRunModel.status.set(RunStatus.DEAD_LETTER)]
     )
     listed = call_api("GET", "/v1/task-runs", key=key, query={"status": "dead_letter"}).body["data"]
     assert [r["id"] for r in listed] == [run.run_id]
-    assert call_api("GET", "/v1/task-runs", key=key, query={"status": st.PENDING}).body["data"] == []
+    assert call_api("GET", "/v1/task-runs", key=key, query={"status": RunStatus.PENDING}).body["data"] == []
 
 
 def test_a_cursor_that_names_no_run_or_another_app_is_a_400_and_a_position_lists_only_the_callers_runs() -> (

@@ -9,7 +9,6 @@ from edgecron import ids
 from edgecron.data import runs as run_data
 from edgecron.data.keys import run_partition
 from edgecron.data.models import TaskRunModel
-from edgecron.domain import run_states as st
 from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import RunStatus, Source
 from tests.integration.conftest import new_app
@@ -69,22 +68,22 @@ def test_each_write_returns_the_run_as_it_left_it_and_a_lost_race_returns_none()
     run = new_run(app_id, wake_at_ms=NOW)
     assert run_data.put_new(run)
     claimed = run_data.claim(app_id, run.run_id, NOW)
-    assert claimed is not None and claimed.status == st.RUNNING and claimed.claim_token
-    assert claimed.claimed_from == st.PENDING and claimed.attempt_count == 1
+    assert claimed is not None and claimed.status == RunStatus.RUNNING and claimed.claim_token
+    assert claimed.claimed_from == RunStatus.PENDING and claimed.attempt_count == 1
     assert claimed.payload == {"n": 1} and claimed.retry_policy_id == "rp_rows"
     assert claimed.uncounted  # its worker's final write counts it and clears the mark
     stale = dataclasses.replace(claimed, claim_token="another worker's")
-    assert run_data.finish(stale, st.SUCCESS, NOW + 10) is None  # not this worker's claim
+    assert run_data.finish(stale, RunStatus.SUCCESS, NOW + 10) is None  # not this worker's claim
     dead = run_data.finish(
-        claimed, st.DEAD_LETTER, NOW + 10, status_code=500, error="boom", error_kind="http_5xx"
+        claimed, RunStatus.DEAD_LETTER, NOW + 10, status_code=500, error="boom", error_kind="http_5xx"
     )
-    assert dead is not None and dead.status == st.DEAD_LETTER and dead.finished_at == NOW + 10
+    assert dead is not None and dead.status == RunStatus.DEAD_LETTER and dead.finished_at == NOW + 10
     assert (dead.last_status_code, dead.last_error, dead.last_error_kind) == (500, "boom", "http_5xx")
     assert not dead.has_wake_entry and dead.claim_token is None and not dead.uncounted
     row = row_of(dead)
     assert row.dl_app_id == app_id and row.dead_key is not None and row.wake_shard is None
     replayed = run_data.replay(dead, NOW + 20, NOW + 320_000)
-    assert replayed is not None and replayed.status == st.PENDING and replayed.series == 2
+    assert replayed is not None and replayed.status == RunStatus.PENDING and replayed.series == 2
     assert replayed.has_wake_entry and replayed.finished_at is None
     assert row_of(replayed).dl_app_id is None
     assert run_data.replay(dead, NOW + 30, NOW + 330_000) is None  # no longer a dead letter

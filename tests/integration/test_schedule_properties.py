@@ -44,6 +44,7 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel
 from edgecron.domain import cron
+from edgecron.domain.vocabulary import FireStatus
 from edgecron.services import delivery, scan
 from edgecron_testing.harness import call_api
 from edgecron_testing.inprocess import app_of_run
@@ -388,7 +389,7 @@ class ScheduleMachine(RuleBasedStateMachine):
             )
             for t in owed:
                 fire = fires.get(t)
-                if fire is not None and fire.status != fire_data.MISSED:
+                if fire is not None and fire.status != FireStatus.MISSED:
                     run_ids = fire_data.run_ids_of(fire)
                     assert run_ids and len(run_data.get_many(self.app_id, run_ids)) == len(run_ids), (
                         f"schedule {model.schedule_id}: the Fire at {t} has no runs"
@@ -414,7 +415,7 @@ class ScheduleMachine(RuleBasedStateMachine):
             assert run.run_id in fire_data.run_ids_of(fires[key]), f"run {run.run_id} is not its Fire's"
         for key, endpoints in per_fire.items():
             assert len(endpoints) == len(set(endpoints)), f"two runs for one endpoint of Fire {key}"
-        missed = [f for f in fires.values() if f.status == fire_data.MISSED]
+        missed = [f for f in fires.values() if f.status == FireStatus.MISSED]
         ids = [i for f in missed for i in fire_data.run_ids_of(f)]
         attempted = {r.run_id for r in run_data.get_many(self.app_id, ids) if int(r.total_attempts) > 0}
         for fire in missed:  # a Fire's status follows from what happened to its runs

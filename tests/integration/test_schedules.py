@@ -343,7 +343,7 @@ def test_update_recomputes_timing_and_rejects_bad_changes(app_key: str, fixed: c
 
 
 def open_fire_times(schedule_id: str) -> list[int]:
-    return [int(f.fire_at) for f in fires_of(schedule_id) if f.status in fire_data.OPEN]
+    return [int(f.fire_at) for f in fires_of(schedule_id) if f.is_open]
 
 
 def test_moving_a_one_time_schedule_cancels_the_fire_dispatched_ahead(

@@ -34,16 +34,6 @@ from edgecron.domain.fires import Fire
 from edgecron.domain.vocabulary import FireStatus, ScheduleStatus
 
 M = FireModel
-SCHEDULED, RUNNING, COMPLETED, FAILED, CANCELLED, MISSED, SKIPPED, BUFFERED = (
-    FireStatus.SCHEDULED,
-    FireStatus.RUNNING,
-    FireStatus.COMPLETED,
-    FireStatus.FAILED,
-    FireStatus.CANCELLED,
-    FireStatus.MISSED,
-    FireStatus.SKIPPED,
-    FireStatus.BUFFERED,
-)
 OPEN = tuple(sorted(fire_domain.OPEN))
 _CONDITION_FAILED = "ConditionalCheckFailed"
 S = ScheduleModel
@@ -67,7 +57,7 @@ def create(
     run_ids: list[str],
     now_ms: int,
     *,
-    status: str = SCHEDULED,
+    status: str = FireStatus.SCHEDULED,
     error: str | None = None,
     paged: bool = False,
     manual: bool = False,
@@ -145,7 +135,7 @@ def admit(fire: Fire, now_ms: int) -> Fire | None:
     settled meanwhile."""
     return _update(
         fire,
-        [M.admitted_at.set(now_ms), M.status.set(SCHEDULED)],
+        [M.admitted_at.set(now_ms), M.status.set(FireStatus.SCHEDULED)],
         M.status.is_in(*OPEN) & M.admitted_at.does_not_exist(),
     )
 
@@ -153,7 +143,9 @@ def admit(fire: Fire, now_ms: int) -> Fire | None:
 def mark_buffered(fire: Fire) -> Fire | None:
     """A gated Fire waits behind the schedule's running one (BUFFER_ONE)."""
     return _update(
-        fire, [M.status.set(BUFFERED)], M.status.is_in(SCHEDULED, BUFFERED) & M.admitted_at.does_not_exist()
+        fire,
+        [M.status.set(FireStatus.BUFFERED)],
+        M.status.is_in(FireStatus.SCHEDULED, FireStatus.BUFFERED) & M.admitted_at.does_not_exist(),
     )
 
 
@@ -374,7 +366,7 @@ def any_after(schedule_id: str, after_ms: int, until_ms: int) -> bool:
     result = M.query(
         schedule_id,
         range_key_condition=M.fire_at.between(after_ms + 1, until_ms),
-        filter_condition=M.status != MISSED,
+        filter_condition=M.status != FireStatus.MISSED,
         limit=1,
     )
     return next(iter(result), None) is not None
@@ -387,7 +379,9 @@ def latest_fired(schedule_id: str, now_ms: int) -> int | None:
     """The newest fire time up to `now_ms` at which the schedule fired: its Fire was dispatched and
     is running or ended COMPLETED or FAILED (not CANCELLED, MISSED or SKIPPED). Fires dispatched
     ahead of now are not read."""
-    fired = (M.status.is_in(RUNNING, COMPLETED, FAILED)) | ((M.status == SCHEDULED) & M.started_at.exists())
+    fired = (M.status.is_in(FireStatus.RUNNING, FireStatus.COMPLETED, FireStatus.FAILED)) | (
+        (M.status == FireStatus.SCHEDULED) & M.started_at.exists()
+    )
     rows = M.query(
         schedule_id,
         range_key_condition=M.fire_at <= now_ms,

@@ -329,7 +329,7 @@ def claim(app_id: str, run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskR
         return None
     claim_ms = get_settings().claim_sec * 1000
     waiting_and_due = M.status.is_in(*st.WAITING) & (M.deliver_at <= now_ms + early_ms)
-    expired = (M.status == st.RUNNING) & (M.claim_expires_at < now_ms)
+    expired = (M.status == RunStatus.RUNNING) & (M.claim_expires_at < now_ms)
     run = _update_at(
         app_id,
         run_id,
@@ -337,7 +337,7 @@ def claim(app_id: str, run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskR
             # first: DynamoDB reads the old status whatever the order, moto in the order given.
             # "running" means a worker died holding the run, and its attempt was never recorded
             M.claimed_from.set(M.status),
-            M.status.set(st.RUNNING),
+            M.status.set(RunStatus.RUNNING),
             M.claim_token.set(uuid.uuid4().hex),
             M.claim_expires_at.set(now_ms + claim_ms),
             M.attempt_count.add(1),
@@ -355,7 +355,7 @@ def claim(app_id: str, run_id: str, now_ms: int, early_ms: int = 1_000) -> TaskR
 
 
 def _owned(run: TaskRun) -> Any:
-    return (M.status == st.RUNNING) & (M.claim_token == run.claim_token)
+    return (M.status == RunStatus.RUNNING) & (M.claim_token == run.claim_token)
 
 
 def _terminal_actions(status: str, now_ms: int) -> list[Any]:
@@ -402,7 +402,7 @@ def finish(
     return _update(run, actions, _owned(run))
 
 
-RECOVERABLE = (st.DEAD_LETTER, st.FAILED)
+RECOVERABLE = (RunStatus.DEAD_LETTER, RunStatus.FAILED)
 FAILED_PARTITION = "#failed"  # failed runs share the dead_letters index under "<app_id>#failed"
 
 
@@ -410,7 +410,7 @@ def _ended_badly_keys(run: TaskRun, status: str, now_ms: int) -> list[Any]:
     """The `dead_letters` index entry of a run that ended badly: dead letters under the App's id (what
     GET /v1/dead-letters lists), failed runs under the App's id + FAILED_PARTITION, both keyed by
     when they ended, so an Endpoint's recover finds both kinds in a time window."""
-    partition = run.app_id if status == st.DEAD_LETTER else run.app_id + FAILED_PARTITION
+    partition = run.app_id if status == RunStatus.DEAD_LETTER else run.app_id + FAILED_PARTITION
     return [M.dl_app_id.set(partition), M.dead_key.set(created_key(now_ms, run.run_id))]
 
 
@@ -432,7 +432,7 @@ def schedule_retry(
         [] if wake_at_ms is None else [M.wake_shard.set(_shard(run.run_id)), M.wake_at.set(wake_at_ms)]
     )
     actions = [
-        M.status.set(st.RETRY_SCHEDULED),
+        M.status.set(RunStatus.RETRY_SCHEDULED),
         M.next_retry_at.set(due_ms),
         M.deliver_at.set(due_ms),
         *wake,  # a run sent at creation has no entry yet
@@ -456,7 +456,7 @@ def release_for_flow(
     granted (`slot_ms`; None: it takes one when it comes back). `wake_at_ms` gives it a `wake` entry
     (a wait past the queue's delay range); None leaves the entry it has, or its absence (a run sent
     at its creation is looked after by the check of recent runs), so a short wait moves no index key."""
-    waiting = st.PENDING if run.claimed_from == st.PENDING else st.RETRY_SCHEDULED
+    waiting = RunStatus.PENDING if run.claimed_from == RunStatus.PENDING else RunStatus.RETRY_SCHEDULED
     actions = [
         M.status.set(waiting),
         M.deliver_at.set(due_ms),
@@ -472,7 +472,7 @@ def release_for_flow(
     ]
     if wake_at_ms is not None:
         actions += [M.wake_shard.set(_shard(run.run_id)), M.wake_at.set(wake_at_ms)]
-    if waiting == st.RETRY_SCHEDULED:
+    if waiting == RunStatus.RETRY_SCHEDULED:
         actions.append(M.next_retry_at.set(due_ms))
     actions += _counted(run)
     return _update_at(run.app_id, run.run_id, actions, _owned(run))
@@ -492,17 +492,25 @@ def _ending_uncounted(run: TaskRun, actions: list[Any], condition: Any) -> TaskR
 
 
 def cancel(run: TaskRun, now_ms: int, reason: str) -> TaskRun | None:
-    actions = [*_terminal_actions(st.CANCELLED, now_ms), M.last_error.set(reason), M.last_error_kind.remove()]
+    actions = [
+        *_terminal_actions(RunStatus.CANCELLED, now_ms),
+        M.last_error.set(reason),
+        M.last_error_kind.remove(),
+    ]
     return _ending_uncounted(run, actions, M.status.is_in(*st.CANCELLABLE))
 
 
 def _unstarted() -> Any:
-    return (M.status == st.PENDING) & (M.total_attempts == 0)
+    return (M.status == RunStatus.PENDING) & (M.total_attempts == 0)
 
 
 def cancel_unstarted(run: TaskRun, now_ms: int, reason: str) -> TaskRun | None:
     """Cancel a run no worker has ever taken; False if one claimed it meanwhile (its outcome stands)."""
-    actions = [*_terminal_actions(st.CANCELLED, now_ms), M.last_error.set(reason), M.last_error_kind.remove()]
+    actions = [
+        *_terminal_actions(RunStatus.CANCELLED, now_ms),
+        M.last_error.set(reason),
+        M.last_error_kind.remove(),
+    ]
     return _update(run, actions, _unstarted())
 
 
@@ -524,7 +532,7 @@ def release_expired_claim(run: TaskRun, now_ms: int, wake_at_ms: int) -> TaskRun
     return _update(
         run,
         [
-            M.status.set(st.PENDING),
+            M.status.set(RunStatus.PENDING),
             M.deliver_at.set(now_ms),
             M.wake_shard.set(_shard(run.run_id)),
             M.wake_at.set(wake_at_ms),
@@ -533,7 +541,7 @@ def release_expired_claim(run: TaskRun, now_ms: int, wake_at_ms: int) -> TaskRun
             M.updated_at.set(now_ms),
             M.expires_at.set(run_expires_at_s(now_ms)),
         ],
-        (M.status == st.RUNNING) & (M.claim_token == run.claim_token) & (M.claim_expires_at < now_ms),
+        (M.status == RunStatus.RUNNING) & (M.claim_token == run.claim_token) & (M.claim_expires_at < now_ms),
     )
 
 
@@ -544,7 +552,7 @@ def wake_at_claim_expiry(run: TaskRun) -> TaskRun | None:
     return _update(
         run,
         [M.wake_at.set(run.claim_expires_at)],
-        (M.status == st.RUNNING) & (M.claim_token == run.claim_token) & M.wake_shard.exists(),
+        (M.status == RunStatus.RUNNING) & (M.claim_token == run.claim_token) & M.wake_shard.exists(),
     )
 
 
@@ -553,7 +561,7 @@ def watch(run: TaskRun, wake_at_ms: int, *, enqueued_at: int | None = None) -> T
     after it from now on (with `enqueued_at`: the scan is about to send it again); False if it
     finished or changed since it was read."""
     same = M.status == run.status
-    if run.status == st.RUNNING:
+    if run.status == RunStatus.RUNNING:
         same &= M.claim_token == run.claim_token
     actions: list[Any] = [M.wake_shard.set(_shard(run.run_id)), M.wake_at.set(wake_at_ms)]
     if enqueued_at is not None:
@@ -618,25 +626,25 @@ def poison(run: TaskRun, now_ms: int, reason: str) -> TaskRun | None:
     still waiting, or claimed by a worker whose claim expired. A run a live worker holds, or whose next
     attempt is not due yet, is left alone (the message was a stale duplicate)."""
     actions = [
-        *_terminal_actions(st.DEAD_LETTER, now_ms),
+        *_terminal_actions(RunStatus.DEAD_LETTER, now_ms),
         M.last_error.set(reason),
         M.last_error_kind.set("poison"),
         M.dl_app_id.set(run.app_id),
         M.dead_key.set(created_key(now_ms, run.run_id)),
     ]
     stuck = (M.status.is_in(*st.WAITING) & (M.deliver_at <= now_ms)) | (
-        (M.status == st.RUNNING) & (M.claim_expires_at < now_ms)
+        (M.status == RunStatus.RUNNING) & (M.claim_expires_at < now_ms)
     )
     return _ending_uncounted(run, actions, stuck)
 
 
 def replay(
-    run: TaskRun, now_ms: int, wake_at_ms: int, *, from_statuses: tuple[str, ...] = (st.DEAD_LETTER,)
+    run: TaskRun, now_ms: int, wake_at_ms: int, *, from_statuses: tuple[str, ...] = (RunStatus.DEAD_LETTER,)
 ) -> TaskRun | None:
     """A dead letter (or, for a recover, a failed run) starts a new attempt series; earlier
     attempts stay visible."""
     actions = [
-        M.status.set(st.PENDING),
+        M.status.set(RunStatus.PENDING),
         M.series.add(1),
         M.attempt_count.set(0),
         M.deliver_at.set(now_ms),

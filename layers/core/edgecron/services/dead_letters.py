@@ -9,6 +9,7 @@ from edgecron import clock
 from edgecron.data import runs as run_data
 from edgecron.domain import run_states as st
 from edgecron.domain.task_runs import TaskRun
+from edgecron.domain.vocabulary import RunStatus
 from edgecron.errors import StoredItemUnreadable
 from edgecron.observability import DEAD_LETTERED, STORED_ITEMS_UNREADABLE, count, logger
 from edgecron.schemas.messages import DeliveryBody
@@ -19,7 +20,11 @@ def _healthy(run: TaskRun, now_ms: int) -> str | None:
     """Why the run is not stuck with the message (None: it is)."""
     if run.status in st.TERMINAL:
         return "already_final"
-    if run.status == st.RUNNING and run.claim_expires_at is not None and run.claim_expires_at >= now_ms:
+    if (
+        run.status == RunStatus.RUNNING
+        and run.claim_expires_at is not None
+        and run.claim_expires_at >= now_ms
+    ):
         return "in_flight"
     if run.status in st.WAITING and run.deliver_at is not None and run.deliver_at > now_ms:
         return "scheduled"
@@ -59,10 +64,10 @@ def _dead_letter(body: DeliveryBody, receive_count: int) -> str:
     reason = f"poison message: delivery failed {receive_count} times without an answer from the worker"
     dead = run_data.poison(run, now_ms, reason)
     if dead is not None:
-        if run.status == st.RUNNING:  # it died mid-attempt: history keeps one Attempt per HTTP call
+        if run.status == RunStatus.RUNNING:  # it died mid-attempt: history keeps one Attempt per HTTP call
             record_lost_attempt(dead, run.total_attempts, run.attempt_count, now_ms)
         count(DEAD_LETTERED)
-        after_run_finished(dead, st.DEAD_LETTER, now_ms)
+        after_run_finished(dead, RunStatus.DEAD_LETTER, now_ms)
         return "dead_lettered"
     fresh = run_data.get(body.app_id, run_id, consistent=True)  # it changed since it was read: say how
     return (_healthy(fresh, now_ms) if fresh is not None else None) or "already_final"

@@ -39,7 +39,7 @@ from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.signing import webhook_headers
 from edgecron.domain.task_runs import TaskRun
-from edgecron.domain.vocabulary import DisabledReason, ErrorKind, OperationalEvent, Source
+from edgecron.domain.vocabulary import DisabledReason, ErrorKind, OperationalEvent, RunStatus, Source
 from edgecron.errors import StoredItemUnreadable
 from edgecron.observability import (
     ATTEMPT_LATENCY_MS,
@@ -172,7 +172,7 @@ def _deliver(
     run = run_data.claim(app_id, run_id, now_ms, early_ms=EARLY_MS)
     if run is None:
         return _not_claimed(app_id, run_id, now_ms)
-    if run.claimed_from == st.RUNNING:  # took over an expired claim: its worker died mid-attempt
+    if run.claimed_from == RunStatus.RUNNING:  # took over an expired claim: its worker died mid-attempt
         record_lost_attempt(run, int(run.total_attempts) - 1, int(run.attempt_count) - 1, now_ms)
     batch = batch or DeliveryBatch()
     endpoint = batch.endpoint(run.app_id, run.endpoint_id)
@@ -464,7 +464,9 @@ def _conclude(
         elif inline is not None:
             attempt_data.put(attempt)  # the run moved on meanwhile; the HTTP call still happened
         return DeliveryReport(run.run_id, "retry")
-    status = {"success": st.SUCCESS, "failed": st.FAILED, "dead_letter": st.DEAD_LETTER}[decision.outcome]
+    status = {"success": RunStatus.SUCCESS, "failed": RunStatus.FAILED, "dead_letter": RunStatus.DEAD_LETTER}[
+        decision.outcome
+    ]
     finished = run_data.finish(
         run,
         status,
@@ -498,7 +500,7 @@ def after_run_finished(
     """Count the run for its Endpoint's health and settle what it belongs to (a schedule's Fire)
     once the run is terminal. `endpoint` and `schedule` are those the delivery read, if it did."""
     endpoint_health.run_ended(run, status, now_ms, endpoint)
-    if status == st.DEAD_LETTER and run.last_error_kind != ErrorKind.ENDPOINT_DISABLED:
+    if status == RunStatus.DEAD_LETTER and run.last_error_kind != ErrorKind.ENDPOINT_DISABLED:
         facts = operational_events.run_facts(run)
         operational_events.publish(run.app_id, OperationalEvent.RUN_DEAD_LETTERED, facts, now_ms, cause=run)
     if run.source == Source.SCHEDULE:

@@ -12,11 +12,10 @@ from typing import Any
 from edgecron.clock import iso_ms
 from edgecron.data import endpoints as data
 from edgecron.data import notifications
-from edgecron.domain import run_states as st
 from edgecron.domain.endpoint_health import SUCCESS_RESOLUTION_MS, counts, should_disable, success_needs_write
 from edgecron.domain.endpoints import Endpoint
 from edgecron.domain.task_runs import TaskRun
-from edgecron.domain.vocabulary import NotificationKind, OperationalEvent
+from edgecron.domain.vocabulary import NotificationKind, OperationalEvent, RunStatus
 from edgecron.observability import ENDPOINTS_DISABLED, ENDPOINTS_FAILING, count, logger
 from edgecron.services import operational_events
 
@@ -28,10 +27,10 @@ def run_ended(run: TaskRun, status: str, now_ms: int, endpoint: Endpoint | None 
     was not read): a success on a healthy one writes nothing unless the last success on record is
     more than a minute old."""
     try:
-        if status == st.SUCCESS:
+        if status == RunStatus.SUCCESS:
             _succeeded(run, endpoint, now_ms)
             return
-        if counts(status in (st.FAILED, st.DEAD_LETTER), run.last_error_kind):
+        if counts(status in (RunStatus.FAILED, RunStatus.DEAD_LETTER), run.last_error_kind):
             _failed(run, now_ms)
     except Exception:
         logger.exception("could not record the endpoint's health", extra={"endpoint_id": run.endpoint_id})

@@ -44,7 +44,7 @@ from edgecron.domain.expiry import is_alive
 from edgecron.domain.fanout_pages import FanoutPage
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
-from edgecron.domain.vocabulary import ScheduleStatus
+from edgecron.domain.vocabulary import FireStatus, ScheduleStatus
 from edgecron.observability import logger
 from edgecron.schemas.messages import FanoutBody
 from edgecron.services.events import run_id_for
@@ -242,7 +242,7 @@ def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
     now_ms = clock.to_ms(clock.now())
     schedule_id, fire_at = str(message.schedule_id), int(message.fire_at or 0)
     fire = fire_data.get(schedule_id, fire_at)
-    if fire is None or fire.app_id != message.app_id or fire.status not in fire_data.OPEN:
+    if fire is None or fire.app_id != message.app_id or not fire.is_open:
         return FanoutReport("skipped")  # settled (cancelled by a pause, failed) or unknown
     if fire.waits_for_admission:
         return FanoutReport("skipped")  # its overlap policy has not let it start
@@ -301,10 +301,10 @@ def _after_last_page(schedule_id: str, fire_at: int, last_ids: list[str], now_ms
     if last_ids:
         return
     fire = fire_data.get(schedule_id, fire_at)
-    if fire is None or fire.status not in fire_data.OPEN:
+    if fire is None or not fire.is_open:
         return
     if not fire.run_count:
-        settle.settle_as(fire, fire_data.COMPLETED, now_ms, NO_ENDPOINTS)
+        settle.settle_as(fire, FireStatus.COMPLETED, now_ms, NO_ENDPOINTS)
         return
     settle.settle_if_done(fire, now_ms)
 
@@ -318,8 +318,8 @@ def stop_fire(fire: Fire, unrecorded_run_ids: list[str], now_ms: int) -> None:
         if run.status in st.CANCELLABLE:
             run_data.cancel(run, now_ms, STOPPED)
     current = fire_data.get(fire.schedule_id, fire.fire_at)
-    if current is not None and current.status in fire_data.OPEN:
-        settle.settle_as(current, fire_data.CANCELLED, now_ms, STOPPED)
+    if current is not None and current.is_open:
+        settle.settle_as(current, FireStatus.CANCELLED, now_ms, STOPPED)
 
 
 def handle_dead_letter(body: FanoutBody | str, receive_count: int) -> str:
@@ -350,7 +350,7 @@ def handle_dead_letter(body: FanoutBody | str, receive_count: int) -> str:
     fire = fire_data.get(str(message.schedule_id), int(message.fire_at or 0))
     if fire is None or fire.app_id != message.app_id:
         return "unknown"
-    if fire.status not in fire_data.OPEN or not settle.settle_as(fire, fire_data.FAILED, now_ms, reason):
+    if not fire.is_open or not settle.settle_as(fire, FireStatus.FAILED, now_ms, reason):
         return "already_final"
     logger.error("fire fan-out failed", extra={"schedule_id": fire.schedule_id, "reason": reason})
     return "fire_failed"

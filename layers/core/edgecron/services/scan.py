@@ -19,6 +19,7 @@ from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.data.run_checks import check_lag_ms
 from edgecron.domain import run_states as st
 from edgecron.domain.task_runs import TaskRun
+from edgecron.domain.vocabulary import RunStatus
 from edgecron.errors import StoredItemUnreadable
 from edgecron.observability import SCAN_DURATION_MS, logger, millis
 from edgecron.services import events, usage
@@ -281,7 +282,7 @@ def wake_one(
 ) -> None:
     if run.status in st.TERMINAL:
         report.stale_index_entries += run_data.drop_from_wake_index(run) is not None
-    elif run.status == st.RUNNING:
+    elif run.status == RunStatus.RUNNING:
         expires = run.claim_expires_at
         if expires is not None and expires < now_ms:
             wake = now_ms + settings.redispatch_after_sec * 1000

@@ -15,7 +15,6 @@ from edgecron.data import endpoints as endpoint_data
 from edgecron.data import runs as data
 from edgecron.data.paging import Page
 from edgecron.data.queues import DeliveryMessage, send_deliveries
-from edgecron.domain import run_states as st
 from edgecron.domain.attempts import Attempt
 from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import RunStatus, Source
@@ -101,7 +100,7 @@ def finish_direct(run: TaskRun, now_ms: int) -> TaskRun:
     entry (sent at its creation) gets its delivery message again, in case the create died before
     sending it (a duplicate message is harmless: one worker claims the run). A run with an entry
     is sent by the scan."""
-    if run.status == st.PENDING and not run.has_wake_entry:
+    if run.status == RunStatus.PENDING and not run.has_wake_entry:
         delay = max(0, run.deliver_at - now_ms) / 1000
         send_deliveries([DeliveryMessage(run.run_id, run.app_id, delay)])
     return run
@@ -160,15 +159,15 @@ def cancel(app_id: str, run_id: str, now_ms: int) -> TaskRun:
             code="NOT_CANCELLABLE",
         )
     if cancelled.source == Source.SCHEDULE:
-        settle.run_settled(cancelled, st.CANCELLED, now_ms)
+        settle.run_settled(cancelled, RunStatus.CANCELLED, now_ms)
     return cancelled
 
 
 def replay(app_id: str, run_id: str, now_ms: int) -> TaskRun:
     run = get(app_id, run_id, now_ms)
-    replayed = _replay(run, now_ms) if run.status == st.DEAD_LETTER else None
+    replayed = _replay(run, now_ms) if run.status == RunStatus.DEAD_LETTER else None
     if replayed is None:
-        current = get(app_id, run_id, now_ms) if run.status == st.DEAD_LETTER else run
+        current = get(app_id, run_id, now_ms) if run.status == RunStatus.DEAD_LETTER else run
         raise Conflict(
             f"task run is {current.status}; only dead letters can be replayed",
             "status",
@@ -177,7 +176,9 @@ def replay(app_id: str, run_id: str, now_ms: int) -> TaskRun:
     return replayed
 
 
-def _replay(run: TaskRun, now_ms: int, from_statuses: tuple[str, ...] = (st.DEAD_LETTER,)) -> TaskRun | None:
+def _replay(
+    run: TaskRun, now_ms: int, from_statuses: tuple[str, ...] = (RunStatus.DEAD_LETTER,)
+) -> TaskRun | None:
     """A new attempt series for the run, its message sent; None if it is no longer in `from_statuses`."""
     _, wake_at = enqueue_plan(now_ms, now_ms)
     replayed = data.replay(run, now_ms, wake_at, from_statuses=from_statuses)
@@ -269,7 +270,9 @@ def replay_bulk(
         until_ms=clock.to_ms(filters.until) if filters.until else None,
         error_kind=filters.error_kind,
     )
-    replayed, skipped, resume, more = _replay_pages(pages, filters.limit, deadline, now_ms, (st.DEAD_LETTER,))
+    replayed, skipped, resume, more = _replay_pages(
+        pages, filters.limit, deadline, now_ms, (RunStatus.DEAD_LETTER,)
+    )
     return BulkReplay(replayed, skipped, more, resume if more else None)
 
 

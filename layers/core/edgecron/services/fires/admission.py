@@ -19,7 +19,7 @@ from edgecron.data import schedules as schedule_data
 from edgecron.domain.fires import Fire
 from edgecron.domain.overlap import Admission, Slot, admit
 from edgecron.domain.schedules import Schedule
-from edgecron.domain.vocabulary import OverlapPolicy, ScheduleStatus
+from edgecron.domain.vocabulary import FireStatus, OverlapPolicy, ScheduleStatus
 from edgecron.observability import logger
 from edgecron.services.fires import dispatch, settle, turns
 
@@ -51,7 +51,7 @@ def _slot(schedule: Schedule) -> tuple[Slot, Fire | None, Fire | None]:
     buffered = fire_data.get(schedule.schedule_id, buffered_at) if buffered_at is not None else None
     slot = Slot(
         running_at=running_at,
-        running_open=running is not None and running.status in fire_data.OPEN,
+        running_open=running is not None and running.is_open,
         buffered_at=buffered_at,
         buffered_waiting=buffered is not None and buffered.waits_for_admission,
     )
@@ -60,7 +60,7 @@ def _slot(schedule: Schedule) -> tuple[Slot, Fire | None, Fire | None]:
 
 def _admit_once(schedule_id: str, fire_at_ms: int, app_id: str, now_ms: int) -> str:
     fire = fire_data.get(schedule_id, fire_at_ms)
-    if fire is None or fire.app_id != app_id or fire.status not in fire_data.OPEN or fire.overlap is None:
+    if fire is None or fire.app_id != app_id or not fire.is_open or fire.overlap is None:
         return "ignored"  # settled (skipped, cancelled, ...) or unknown
     schedule = schedule_data.get(app_id, schedule_id, consistent=True)
     if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
@@ -85,7 +85,7 @@ def _admit_once(schedule_id: str, fire_at_ms: int, app_id: str, now_ms: int) -> 
         return _start(schedule, fire, now_ms)
     if decision is Admission.SKIP:
         if settle.settle_as(
-            fire, fire_data.SKIPPED, now_ms, skipped_reason(slot.running_at), unadmitted=True
+            fire, FireStatus.SKIPPED, now_ms, skipped_reason(slot.running_at), unadmitted=True
         ):
             logger.info("fire skipped: the previous one is still open", extra={"schedule_id": schedule_id})
         return "skipped"
@@ -98,7 +98,7 @@ def _admit_once(schedule_id: str, fire_at_ms: int, app_id: str, now_ms: int) -> 
     # release did not see this one, so look again and take the slot if it is free by now
     if running is not None:
         current = fire_data.get(schedule_id, running.fire_at)
-        if current is None or current.status not in fire_data.OPEN:
+        if current is None or not current.is_open:
             return "retry"
     return "buffered"
 

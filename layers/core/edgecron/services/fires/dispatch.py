@@ -35,7 +35,7 @@ from edgecron.domain import jitter
 from edgecron.domain import run_states as st
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
-from edgecron.domain.vocabulary import Source
+from edgecron.domain.vocabulary import FireStatus, Source
 from edgecron.observability import FIRES, count, logger
 from edgecron.services import quota, usage
 from edgecron.services.fires import settle, turns
@@ -73,11 +73,11 @@ def dispatch_fire(
     paged = schedule.is_broadcast
     endpoint_ids = [] if paged else list(schedule.endpoint_ids)
     run_ids = [run_id_for(schedule.schedule_id, fire_at_ms, ep) for ep in endpoint_ids]
-    status, error = fire_data.SCHEDULED, None
+    status, error = FireStatus.SCHEDULED, None
     over_quota = quota.over_quota(schedule.app_id, now_ms)  # only used if this call creates the Fire
     if over_quota:
         endpoint_ids, run_ids = [], []
-        status, error = fire_data.FAILED, QUOTA_EXCEEDED
+        status, error = FireStatus.FAILED, QUOTA_EXCEEDED
     jitter_sec = int(schedule.jitter_sec or 0)
     due_at_ms = jitter.due_at_ms(schedule.schedule_id, fire_at_ms, jitter_sec, now_ms) if jitter_sec else None
     if not over_quota:  # billed before its Fire is written: a dispatch that dies bills too much, never 0
@@ -99,7 +99,7 @@ def dispatch_fire(
     if not created and not over_quota:  # the Fire was already written, and billed then
         usage.take_back_trigger(schedule.app_id, Source.SCHEDULE, now_ms)
     if created and over_quota:  # not run, not billed, not retried; counts toward auto-pause
-        settle.after_settle(fire, fire_data.FAILED, now_ms, error)
+        settle.after_settle(fire, FireStatus.FAILED, now_ms, error)
         return DispatchResult(fire, created, 0)
     if created:
         count(FIRES)
@@ -118,7 +118,7 @@ def trigger_fire(schedule: Schedule, now_ms: int) -> Fire | None:
     paged = schedule.is_broadcast
     endpoint_ids = [] if paged else list(schedule.endpoint_ids)
     over_quota = quota.over_quota(schedule.app_id, now_ms)
-    status, error = (fire_data.FAILED, QUOTA_EXCEEDED) if over_quota else (fire_data.SCHEDULED, None)
+    status, error = (FireStatus.FAILED, QUOTA_EXCEEDED) if over_quota else (FireStatus.SCHEDULED, None)
     fire_at_ms = now_ms
     if not over_quota:  # billed before its Fire is written, as a cron fire is
         usage.record_trigger(schedule.app_id, Source.SCHEDULE, now_ms)
@@ -145,7 +145,7 @@ def trigger_fire(schedule: Schedule, now_ms: int) -> Fire | None:
             break
         fire_at_ms += 1
     if over_quota:
-        settle.after_settle(fire, fire_data.FAILED, now_ms, error)
+        settle.after_settle(fire, FireStatus.FAILED, now_ms, error)
         return fire
     count(FIRES)
     if paged:
@@ -163,7 +163,7 @@ def _existing(schedule: Schedule, fire_at_ms: int, now_ms: int) -> DispatchResul
     if fire is None:
         return DispatchResult(None, False, 0)
     if not schedule.is_active:
-        if fire.status in fire_data.OPEN:
+        if fire.is_open:
             settle.cancel_fire(fire, now_ms, STOPPED)
         return DispatchResult(fire, False, 0)
     return _go_on(schedule, fire, False, now_ms)
@@ -172,7 +172,7 @@ def _existing(schedule: Schedule, fire_at_ms: int, now_ms: int) -> DispatchResul
 def _go_on(
     schedule: Schedule, fire: Fire, created: bool, now_ms: int, outbox: list[DeliveryMessage] | None = None
 ) -> DispatchResult:
-    if fire.status not in fire_data.OPEN:
+    if not fire.is_open:
         return DispatchResult(fire, created, 0)  # settled by an earlier attempt
     if fire.waits_for_admission:  # its overlap policy decides at its due time
         turns.send_gate(fire, now_ms, near_only=not created)

@@ -19,7 +19,6 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.queues import DeliveryMessage
 from edgecron.domain import due_slots
-from edgecron.domain import run_states as st
 from edgecron.domain.catchup import (
     CatchUpPlan,
     late_run_wake,
@@ -32,7 +31,7 @@ from edgecron.domain.cron import CronError
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.task_runs import TaskRun
-from edgecron.domain.vocabulary import MissedPolicy, Source
+from edgecron.domain.vocabulary import FireStatus, MissedPolicy, RunStatus, Source
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
 from edgecron.services import operational_events, usage
 from edgecron.services.fires import dispatch, settle
@@ -454,7 +453,7 @@ def apply_catch_up(
             [],
             [],
             now_ms,
-            status=fire_data.MISSED,
+            status=FireStatus.MISSED,
             error="missed: not dispatched in time (outage or deploy gap)",
         )
     if plan.dispatch is None or clock.to_ms(plan.dispatch) != expected:
@@ -499,7 +498,7 @@ def _miss_died_dispatch(schedule_id: str, fire_at_ms: int, now_ms: int) -> None:
     its runs never created are written cancelled (a slow dispatch can no longer create them), and the
     Fire is recorded MISSED unless one of its runs started (it then settles from its runs)."""
     fire = fire_data.get(schedule_id, fire_at_ms)
-    if fire is None or fire.paged or fire.status not in fire_data.OPEN:
+    if fire is None or fire.paged or not fire.is_open:
         return  # a broadcast Fire's fan-out is resumed from the open-fires index
     for endpoint_id, run_id in fire_data.runs_of(fire):
         run_data.put_cancelled(
@@ -610,7 +609,7 @@ def is_late_first_delivery(run: TaskRun, now_ms: int) -> bool:
     Its due time is its fire time, or later with jitter (or for a Fire that waited for its turn)."""
     return (
         run.source == Source.SCHEDULE
-        and run.status == st.PENDING
+        and run.status == RunStatus.PENDING
         and int(run.total_attempts) == 0
         and not run.flow_held  # flow control holds it back: late by design, never lost
         and run.fire_at is not None
@@ -664,7 +663,7 @@ def reconcile_late(
 
 
 def _unstarted(run: TaskRun) -> bool:
-    return run.status == st.PENDING and int(run.total_attempts) == 0
+    return run.status == RunStatus.PENDING and int(run.total_attempts) == 0
 
 
 def settle_late_fires(late: list[TaskRun], now: datetime, report: LateReport | None = None) -> list[TaskRun]:
@@ -733,7 +732,7 @@ def miss(fire: Fire | None, runs: list[TaskRun], now_ms: int, *, policy: str | N
     cancelled_all = fire is not None and len(runs) == len(fire_data.run_ids_of(fire))
     ended = 0
     for run in runs:
-        if run.status == st.CANCELLED:
+        if run.status == RunStatus.CANCELLED:
             continue
         if _unstarted(run) and run_data.cancel_unstarted(run, now_ms, MISSED_REASON):
             ended += 1
@@ -745,7 +744,7 @@ def miss(fire: Fire | None, runs: list[TaskRun], now_ms: int, *, policy: str | N
         settle.counted_runs_ended(fire, ended)
         settle.settle_if_done(fire, now_ms)
         return False
-    if not settle.settle_as(fire, fire_data.MISSED, now_ms, MISSED_REASON):
+    if not settle.settle_as(fire, FireStatus.MISSED, now_ms, MISSED_REASON):
         return False
     count(MISSED_FIRES)
     operational_events.fires_missed(fire.app_id, fire.schedule_id, [fire.fire_at], 1, policy, now_ms)

@@ -15,7 +15,14 @@ from edgecron.domain import run_states as st
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.task_runs import TaskRun
-from edgecron.domain.vocabulary import NotificationKind, OperationalEvent, ScheduleStatus, Source
+from edgecron.domain.vocabulary import (
+    FireStatus,
+    NotificationKind,
+    OperationalEvent,
+    RunStatus,
+    ScheduleStatus,
+    Source,
+)
 from edgecron.observability import AUTO_PAUSED, count, logger
 from edgecron.schemas.schedules import PAUSE_REASON_MAX
 from edgecron.services import operational_events
@@ -28,11 +35,11 @@ def fire_status(statuses: list[str]) -> str | None:
     """The final Fire status for its runs' statuses, or None while any run is still open."""
     if any(s not in st.TERMINAL for s in statuses):
         return None
-    if any(s in (st.FAILED, st.DEAD_LETTER) for s in statuses):
-        return fire_data.FAILED
-    if statuses and all(s == st.CANCELLED for s in statuses):
-        return fire_data.CANCELLED
-    return fire_data.COMPLETED
+    if any(s in (RunStatus.FAILED, RunStatus.DEAD_LETTER) for s in statuses):
+        return FireStatus.FAILED
+    if statuses and all(s == RunStatus.CANCELLED for s in statuses):
+        return FireStatus.CANCELLED
+    return FireStatus.COMPLETED
 
 
 def run_settled(run: TaskRun, status: str, now_ms: int, schedule: Schedule | None = None) -> None:
@@ -47,13 +54,13 @@ def run_settled(run: TaskRun, status: str, now_ms: int, schedule: Schedule | Non
                 schedule = schedule_data.get(run.app_id, run.source_id)
             if schedule is not None and schedule.cron is not None and not schedule.consecutive_failures:
                 return  # nothing to count and nothing to finish: the Fire reads as its run
-        error = run.last_error if status in (st.FAILED, st.DEAD_LETTER) else None
+        error = run.last_error if status in (RunStatus.FAILED, RunStatus.DEAD_LETTER) else None
         settled = fire_data.settle_from_run(run.source_id, int(run.fire_at), final, now_ms, error)
         if settled is not None:
             after_settle(settled, final, now_ms, error, schedule=schedule)
         return
     fire = fire_data.get(run.source_id, int(run.fire_at))
-    if fire is None or fire.status not in fire_data.OPEN:
+    if fire is None or not fire.is_open:
         return
     # a broadcast Fire counts the run; its runs are read once, when the last one is counted
     if fire.paged:
@@ -84,9 +91,9 @@ def stopped(schedule: Schedule | None) -> bool:
 
 def cancel_claimed(run: TaskRun, now_ms: int, reason: str, schedule: Schedule | None = None) -> None:
     """End a run the caller holds the claim of as cancelled, and settle its Fire."""
-    cancelled = run_data.finish(run, st.CANCELLED, now_ms, error=reason)
+    cancelled = run_data.finish(run, RunStatus.CANCELLED, now_ms, error=reason)
     if cancelled is not None:
-        run_settled(cancelled, st.CANCELLED, now_ms, schedule)
+        run_settled(cancelled, RunStatus.CANCELLED, now_ms, schedule)
 
 
 def run_final_again(run: TaskRun, now_ms: int) -> None:
@@ -97,7 +104,7 @@ def run_final_again(run: TaskRun, now_ms: int) -> None:
     if run.source != Source.SCHEDULE or run.source_id is None or run.fire_at is None:
         return
     fire = fire_data.get(run.source_id, int(run.fire_at))
-    if fire is None or fire.status not in fire_data.OPEN:
+    if fire is None or not fire.is_open:
         return
     if fire.paged and not fire.all_counted:
         return
@@ -171,7 +178,7 @@ def settle_if_done(
     failed_errors = (
         (errors or {}).get(r) if known and r in known else runs[r].last_error
         for r, status in zip(run_ids, statuses, strict=True)
-        if status in (st.FAILED, st.DEAD_LETTER)
+        if status in (RunStatus.FAILED, RunStatus.DEAD_LETTER)
     )
     error = next((e for e in failed_errors if e), None)
     settled = fire_data.settle(fire, final, now_ms, error)
@@ -201,7 +208,7 @@ def stays_unwritten(run: TaskRun, final: str) -> bool:
     Its schedule decides the rest: a one-time schedule is finished, and a failure count reset, by the
     settle write."""
     return (
-        final == fire_data.COMPLETED
+        final == FireStatus.COMPLETED
         and run.settles_fire
         and run.fire_at is not None
         and int(run.total_attempts) == 1
@@ -218,9 +225,9 @@ def after_settle(
         schedule = schedule_data.get(fire.app_id, fire.schedule_id)
     if schedule is None:
         return
-    failed = final == fire_data.FAILED
+    failed = final == FireStatus.FAILED
     # a success only has to reset a counter that is not already zero (saves a write per fire)
-    if failed or (final == fire_data.COMPLETED and int(schedule.consecutive_failures or 0) > 0):
+    if failed or (final == FireStatus.COMPLETED and int(schedule.consecutive_failures or 0) > 0):
         failures, paused = schedule_data.record_outcome(
             fire.app_id,
             fire.schedule_id,
@@ -324,7 +331,7 @@ def cancel_fire(fire: Fire, now_ms: int, reason: str) -> int:
                 cancelled += 1
     fire = counted_runs_ended(fire, cancelled + ended)
     # a gated Fire never let start has no runs to settle from (a broadcast one has none at all)
-    if fire.waits_for_admission and settle_as(fire, fire_data.CANCELLED, now_ms, reason, unadmitted=True):
+    if fire.waits_for_admission and settle_as(fire, FireStatus.CANCELLED, now_ms, reason, unadmitted=True):
         return cancelled
     settle_if_done(fire, now_ms)
     return cancelled

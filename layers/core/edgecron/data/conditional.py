@@ -3,12 +3,14 @@ a normal outcome (someone else won), returned as False; any other error propagat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pynamodb.exceptions import DeleteError, PutError, PynamoDBException, UpdateError
 from pynamodb.models import Model
 
 from edgecron.data.keys import at_version
+from edgecron.errors import ConcurrentUpdate
 
 SAVE_ATTEMPTS = 5  # read-modify-save rounds (save_if_unchanged) before a concurrent change is a 409
 
@@ -58,3 +60,16 @@ def save_if_unchanged(item: Any, exists: Any) -> bool:
         return True
     item.version = read
     return False
+
+
+def compare_and_set[T, R](current: T, read: Callable[[], T], write: Callable[[T], R | None], what: str) -> R:
+    """Read-modify-write under optimistic locking, the one loop every edit of a stored object uses:
+    `write` applies the change to `current` and returns what it saved, or None when a concurrent
+    change won; then the object is read again (`read`) and the change applied on top of it. After
+    SAVE_ATTEMPTS lost races the edit is a 409 naming `what`."""
+    for _ in range(SAVE_ATTEMPTS):
+        saved = write(current)
+        if saved is not None:
+            return saved
+        current = read()
+    raise ConcurrentUpdate(f"the {what} is changing concurrently; try again", "id")

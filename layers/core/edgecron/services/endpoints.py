@@ -11,12 +11,12 @@ from edgecron.data import endpoints as data
 from edgecron.data import flow_control as flow_data
 from edgecron.data import retry_policies as policy_data
 from edgecron.data import secret_box
-from edgecron.data.conditional import SAVE_ATTEMPTS
+from edgecron.data.conditional import compare_and_set
 from edgecron.data.paging import Page
 from edgecron.domain.endpoints import Endpoint, SealedSecret
 from edgecron.domain.event_filters import is_operational_pattern
 from edgecron.domain.signing import new_secret
-from edgecron.errors import ConcurrentUpdate, NotFound, ParamInvalid
+from edgecron.errors import NotFound, ParamInvalid
 from edgecron.schemas.endpoints import EndpointCreate, EndpointUpdate
 from edgecron.services import operational_events
 from edgecron.services.retry_policies import DEFAULT_ID
@@ -114,19 +114,22 @@ def update(app_id: str, endpoint_id: str, req: EndpointUpdate, now_ms: int) -> E
         _check_policy(app_id, changes["retry_policy_id"])
     if "filter_events" in changes:
         changes["filter_events"] = tuple(changes["filter_events"])
-    for _ in range(SAVE_ATTEMPTS):
+
+    def write(current: Endpoint) -> tuple[Endpoint, Endpoint] | None:
         # Turning it on re-enables it (health starts again); turning it off is the user's own doing.
-        enabling = changes.get("active") is True and not endpoint.active
-        toggled = "active" in changes and changes["active"] != endpoint.active
-        reason = None if toggled else endpoint.disabled_reason
+        enabling = changes.get("active") is True and not current.active
+        toggled = "active" in changes and changes["active"] != current.active
+        reason = None if toggled else current.disabled_reason
         saved = data.save(
-            replace(endpoint, **changes, disabled_reason=reason, updated_at=now_ms), reset_health=enabling
+            replace(current, **changes, disabled_reason=reason, updated_at=now_ms), reset_health=enabling
         )
-        if saved is not None:
-            _endpoints_changed(app_id, endpoint.filter_events, saved.filter_events)
-            return saved
-        endpoint = get(app_id, endpoint_id, consistent=True)
-    raise ConcurrentUpdate("the endpoint is changing concurrently; try again", "id")
+        return None if saved is None else (current, saved)
+
+    before, saved = compare_and_set(
+        endpoint, lambda: get(app_id, endpoint_id, consistent=True), write, "endpoint"
+    )
+    _endpoints_changed(app_id, before.filter_events, saved.filter_events)
+    return saved
 
 
 def delete(app_id: str, endpoint_id: str) -> None:
@@ -141,15 +144,16 @@ def rotate_secret(app_id: str, endpoint_id: str, now_ms: int) -> tuple[Endpoint,
     endpoint = get(app_id, endpoint_id, consistent=True)
     secret = new_secret()
     sealed = secret_box.seal(secret)
-    for _ in range(SAVE_ATTEMPTS):
-        keep = [s for s in endpoint.secrets if s.expires_at is None or s.expires_at > now_ms]
+
+    def write(current: Endpoint) -> Endpoint | None:
+        keep = [s for s in current.secrets if s.expires_at is None or s.expires_at > now_ms]
         previous = [replace(keep[0], expires_at=now_ms + ROTATION_OVERLAP_MS)] if keep else []
         secrets = (SealedSecret(secret=sealed, created_at=now_ms), *previous)
-        saved = data.save(replace(endpoint, secrets=secrets, updated_at=now_ms))
-        if saved is not None:
-            return saved, secret
-        endpoint = get(app_id, endpoint_id, consistent=True)
-    raise ConcurrentUpdate("the endpoint is changing concurrently; try again", "id")
+        return data.save(replace(current, secrets=secrets, updated_at=now_ms))
+
+    return compare_and_set(
+        endpoint, lambda: get(app_id, endpoint_id, consistent=True), write, "endpoint"
+    ), secret
 
 
 def active_secrets(endpoint: Endpoint, now_ms: int) -> list[str]:

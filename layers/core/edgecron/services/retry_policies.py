@@ -8,12 +8,12 @@ from typing import Any
 from edgecron import ids
 from edgecron.data import endpoints as endpoint_data
 from edgecron.data import retry_policies as data
-from edgecron.data.conditional import SAVE_ATTEMPTS
+from edgecron.data.conditional import compare_and_set
 from edgecron.data.paging import Page
 from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
 from edgecron.domain.retry_policies import RetryPolicy
 from edgecron.domain.vocabulary import RetryStrategy
-from edgecron.errors import ConcurrentUpdate, Conflict, NotFound, ParamInvalid
+from edgecron.errors import Conflict, NotFound, ParamInvalid
 from edgecron.schemas.retry_policies import RetryPolicyCreate, RetryPolicyUpdate
 
 DEFAULT_ID = "default"
@@ -77,14 +77,13 @@ def update(app_id: str, policy_id: str, req: RetryPolicyUpdate, now_ms: int) -> 
     for field, value in changes.items():
         if value is None and field != "name":
             raise ParamInvalid(f"{field} cannot be null", field)
-    for _ in range(SAVE_ATTEMPTS):
-        changed = replace(policy, **changes, updated_at=now_ms)
+
+    def write(current: RetryPolicy) -> RetryPolicy | None:
+        changed = replace(current, **changes, updated_at=now_ms)
         _check(changed.base_delay_sec, changed.max_delay_sec)
-        saved = data.save(changed)
-        if saved is not None:
-            return saved
-        policy = get(app_id, policy_id, consistent=True)
-    raise ConcurrentUpdate("the retry policy is changing concurrently; try again", "id")
+        return data.save(changed)
+
+    return compare_and_set(policy, lambda: get(app_id, policy_id, consistent=True), write, "retry policy")
 
 
 def delete(app_id: str, policy_id: str) -> None:

@@ -320,7 +320,7 @@ def test_a_buffered_fire_starts_even_if_the_worker_settling_the_open_one_dies(
         with pytest.raises(BatchProcessingError, match="worker died"):
             pump.deliveries()  # the invocation fails: its message comes back once its visibility ends
     assert [st for _, st, _ in statuses(key, s["id"])][:2] == ["COMPLETED", "BUFFERED"]
-    # the scan's reconcile of open Fires re-drives the buffered one: it finds the slot free
+    # the scan's reconcile of open Fires re-drives the buffered one: it finds the turn free
     tick(fixed, pump, at(20, 40))
     assert [st for _, st, _ in statuses(key, s["id"])][:2] == ["COMPLETED", "COMPLETED"]
     assert len(receiver.received("/slow")) == 3

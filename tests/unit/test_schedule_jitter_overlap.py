@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from edgecron.domain import jitter
-from edgecron.domain.overlap import Admission, Slot, admit, next_to_start
+from edgecron.domain.overlap import Admission, Turn, admit, next_to_start
 from edgecron.domain.vocabulary import OverlapPolicy
 
 HOUR_MS = 3_600_000
@@ -53,48 +53,48 @@ ALL = (OverlapPolicy.SKIP, OverlapPolicy.BUFFER_ONE)
 
 
 def test_allow_always_starts() -> None:
-    slot = Slot(running_at=T - 60_000, running_open=True, buffered_at=T - 30_000, buffered_waiting=True)
-    assert admit(OverlapPolicy.ALLOW, T, slot) is Admission.START
+    turn = Turn(running_at=T - 60_000, running_open=True, buffered_at=T - 30_000, buffered_waiting=True)
+    assert admit(OverlapPolicy.ALLOW, T, turn) is Admission.START
 
 
 @pytest.mark.parametrize("policy", ALL)
 @pytest.mark.parametrize(
-    "slot",
+    "turn",
     [
-        Slot(),  # nothing ran under the policy yet
-        Slot(running_at=T - 60_000, running_open=False),  # the previous one settled
-        Slot(running_at=T, running_open=True),  # a retried decision: the slot is this fire's
+        Turn(),  # nothing ran under the policy yet
+        Turn(running_at=T - 60_000, running_open=False),  # the previous one settled
+        Turn(running_at=T, running_open=True),  # a retried decision: the turn is this fire's
     ],
 )
-def test_a_free_or_own_slot_starts(policy: OverlapPolicy, slot: Slot) -> None:
-    assert admit(policy, T, slot) is Admission.START
+def test_a_free_or_own_turn_starts(policy: OverlapPolicy, turn: Turn) -> None:
+    assert admit(policy, T, turn) is Admission.START
 
 
 def test_skip_skips_while_the_previous_fire_is_open() -> None:
-    assert admit(OverlapPolicy.SKIP, T, Slot(running_at=T - 60_000, running_open=True)) is Admission.SKIP
+    assert admit(OverlapPolicy.SKIP, T, Turn(running_at=T - 60_000, running_open=True)) is Admission.SKIP
 
 
 def test_buffer_one_buffers_the_first_and_skips_the_later_ones() -> None:
-    open_slot = Slot(running_at=T - 60_000, running_open=True)
-    assert admit(OverlapPolicy.BUFFER_ONE, T, open_slot) is Admission.BUFFER
-    waiting = Slot(running_at=T - 60_000, running_open=True, buffered_at=T, buffered_waiting=True)
+    open_turn = Turn(running_at=T - 60_000, running_open=True)
+    assert admit(OverlapPolicy.BUFFER_ONE, T, open_turn) is Admission.BUFFER
+    waiting = Turn(running_at=T - 60_000, running_open=True, buffered_at=T, buffered_waiting=True)
     assert admit(OverlapPolicy.BUFFER_ONE, T, waiting) is Admission.BUFFER  # its own place, retried
     assert admit(OverlapPolicy.BUFFER_ONE, T + 60_000, waiting) is Admission.SKIP
 
 
 def test_buffer_one_takes_a_place_whose_fire_no_longer_waits() -> None:
-    stale = Slot(running_at=T - 60_000, running_open=True, buffered_at=T - 30_000, buffered_waiting=False)
+    stale = Turn(running_at=T - 60_000, running_open=True, buffered_at=T - 30_000, buffered_waiting=False)
     assert admit(OverlapPolicy.BUFFER_ONE, T, stale) is Admission.BUFFER
 
 
 def test_the_buffered_fire_is_next_only_while_it_waits() -> None:
-    assert next_to_start(Slot(running_at=T, buffered_at=T + 1000, buffered_waiting=True)) == T + 1000
-    assert next_to_start(Slot(running_at=T, buffered_at=T + 1000, buffered_waiting=False)) is None
-    assert next_to_start(Slot(running_at=T)) is None
+    assert next_to_start(Turn(running_at=T, buffered_at=T + 1000, buffered_waiting=True)) == T + 1000
+    assert next_to_start(Turn(running_at=T, buffered_at=T + 1000, buffered_waiting=False)) is None
+    assert next_to_start(Turn(running_at=T)) is None
 
 
 @pytest.mark.parametrize("policy", ALL)
 def test_a_later_fire_never_jumps_a_buffered_one_whose_hand_over_was_cut_short(policy: OverlapPolicy) -> None:
-    settled = Slot(running_at=T - 120_000, running_open=False, buffered_at=T - 60_000, buffered_waiting=True)
+    settled = Turn(running_at=T - 120_000, running_open=False, buffered_at=T - 60_000, buffered_waiting=True)
     assert admit(policy, T, settled) is Admission.HAND_OVER
-    assert admit(policy, T - 60_000, settled) is Admission.START  # the buffered one takes the slot itself
+    assert admit(policy, T - 60_000, settled) is Admission.START  # the buffered one takes the turn itself

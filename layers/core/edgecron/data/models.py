@@ -191,9 +191,9 @@ class ScheduleModel(Model):
     )  # no fire after this time (ms); past it the schedule is ENDED  # why it was paused (by a user or by failures)
     jitter_sec = NumberAttribute(null=True)  # each fire is due at an offset in [0, jitter_sec)
     overlap_policy = UnicodeAttribute(null=True)  # null: ALLOW
-    # the overlap slot (SKIP, BUFFER_ONE): the Fire admitted last while open, and the one waiting
-    overlap_running_at = NumberAttribute(null=True)
-    overlap_buffered_at = NumberAttribute(null=True)
+    # the turn (SKIP, BUFFER_ONE): the Fire admitted last while open, and the one waiting for it
+    turn_at = NumberAttribute(null=True, attr_name="overlap_running_at")  # the fire time holding the turn
+    next_turn_at = NumberAttribute(null=True, attr_name="overlap_buffered_at")  # the Fire buffered behind it
     next_fire_at = NumberAttribute(null=True)
     due_shard = UnicodeAttribute(null=True)
     due_slot = NumberAttribute(null=True)

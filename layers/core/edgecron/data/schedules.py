@@ -85,8 +85,8 @@ def _stored(row: ScheduleModel) -> Schedule:
         end_at=_opt_int(row.end_at),
         jitter_sec=_opt_int(row.jitter_sec),
         overlap_policy=OverlapPolicy(row.overlap_policy) if row.overlap_policy else None,
-        overlap_running_at=_opt_int(row.overlap_running_at),
-        overlap_buffered_at=_opt_int(row.overlap_buffered_at),
+        turn_at=_opt_int(row.turn_at),
+        next_turn_at=_opt_int(row.next_turn_at),
         next_fire_at=_opt_int(row.next_fire_at),
         finished=bool(row.finished),
         missed_left_out=int(row.missed_left_out or 0),
@@ -124,8 +124,8 @@ def _row(schedule: Schedule) -> ScheduleModel:
         end_at=schedule.end_at,
         jitter_sec=schedule.jitter_sec,
         overlap_policy=None if schedule.overlap_policy is None else str(schedule.overlap_policy),
-        overlap_running_at=schedule.overlap_running_at,
-        overlap_buffered_at=schedule.overlap_buffered_at,
+        turn_at=schedule.turn_at,
+        next_turn_at=schedule.next_turn_at,
         next_fire_at=schedule.next_fire_at,
         due_shard=shard_for(schedule.schedule_id) if active else None,
         due_slot=slot,
@@ -512,55 +512,39 @@ def record_outcome(
     return failures, paused
 
 
-def take_slot(schedule: Schedule, fire_at_ms: int, seen_running: int | None) -> bool:
-    """The fire at `fire_at_ms` starts under the overlap policy: it holds the slot from now on (in
+def take_turn(schedule: Schedule, fire_at_ms: int, seen_running: int | None) -> bool:
+    """The fire at `fire_at_ms` starts under the overlap policy: it holds the turn from now on (in
     place of `seen_running`, the holder read, which settled), and is no longer the buffered one.
-    Fails when another writer moved the slot since it was read."""
-    seen = (
-        M.overlap_running_at.does_not_exist()
-        if seen_running is None
-        else M.overlap_running_at == seen_running
-    )
-    actions: list[Any] = [M.overlap_running_at.set(fire_at_ms), M.version.add(1)]
-    if schedule.overlap_buffered_at == fire_at_ms:
-        actions.append(M.overlap_buffered_at.remove())
-    return update_if(
-        _key(schedule), actions, M.schedule_id.exists() & (seen | (M.overlap_running_at == fire_at_ms))
-    )
+    Fails when another writer moved the turn since it was read."""
+    seen = M.turn_at.does_not_exist() if seen_running is None else M.turn_at == seen_running
+    actions: list[Any] = [M.turn_at.set(fire_at_ms), M.version.add(1)]
+    if schedule.next_turn_at == fire_at_ms:
+        actions.append(M.next_turn_at.remove())
+    return update_if(_key(schedule), actions, M.schedule_id.exists() & (seen | (M.turn_at == fire_at_ms)))
 
 
-def buffer_slot(schedule: Schedule, fire_at_ms: int, seen_buffered: int | None) -> bool:
+def wait_for_turn(schedule: Schedule, fire_at_ms: int, seen_buffered: int | None) -> bool:
     """The fire at `fire_at_ms` is the one waiting behind the running Fire (in place of
     `seen_buffered`, one read that no longer waits); fails when another took the place first."""
-    seen = (
-        M.overlap_buffered_at.does_not_exist()
-        if seen_buffered is None
-        else M.overlap_buffered_at == seen_buffered
-    )
+    seen = M.next_turn_at.does_not_exist() if seen_buffered is None else M.next_turn_at == seen_buffered
     return update_if(
         _key(schedule),
-        [M.overlap_buffered_at.set(fire_at_ms), M.version.add(1)],
-        M.schedule_id.exists() & (seen | (M.overlap_buffered_at == fire_at_ms)),
+        [M.next_turn_at.set(fire_at_ms), M.version.add(1)],
+        M.schedule_id.exists() & (seen | (M.next_turn_at == fire_at_ms)),
     )
 
 
-def release_slot(
+def release_turn(
     schedule: Schedule, fire_at_ms: int, start_ms: int | None, seen_buffered: int | None
 ) -> bool:
-    """The Fire holding the slot settled: hand it to the buffered fire `start_ms` (None: free it,
-    and drop a buffered entry that no longer waits). Fails when the slot moved since it was read."""
-    buffered = (
-        M.overlap_buffered_at.does_not_exist()
-        if seen_buffered is None
-        else M.overlap_buffered_at == seen_buffered
-    )
-    running: list[Any] = (
-        [M.overlap_running_at.remove()] if start_ms is None else [M.overlap_running_at.set(start_ms)]
-    )
+    """The Fire holding the turn settled: hand it to the buffered fire `start_ms` (None: free it,
+    and drop a buffered entry that no longer waits). Fails when the turn moved since it was read."""
+    buffered = M.next_turn_at.does_not_exist() if seen_buffered is None else M.next_turn_at == seen_buffered
+    running: list[Any] = [M.turn_at.remove()] if start_ms is None else [M.turn_at.set(start_ms)]
     return update_if(
         _key(schedule),
-        [*running, M.overlap_buffered_at.remove(), M.version.add(1)],
-        (M.overlap_running_at == fire_at_ms) & buffered,
+        [*running, M.next_turn_at.remove(), M.version.add(1)],
+        (M.turn_at == fire_at_ms) & buffered,
     )
 
 

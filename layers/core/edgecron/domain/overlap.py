@@ -1,5 +1,5 @@
 """The overlap decision: what a fire time does when it comes due while the schedule's previous Fire
-may still have open runs. Pure: the services read the schedule's slot (the Fire running under the
+may still have open runs. Pure: the services read the schedule's turn (the Fire running under the
 policy and the one buffered, if any) and apply the decision with conditional writes.
 
 - ALLOW: every fire starts (nothing is read or written for it).
@@ -16,15 +16,15 @@ from edgecron.domain.vocabulary import OverlapPolicy
 
 
 class Admission(Enum):
-    START = "start"  # take the slot and deliver now
-    HAND_OVER = "hand_over"  # the running Fire settled and the buffered one never got the slot: it goes first
+    START = "start"  # take the turn and deliver now
+    HAND_OVER = "hand_over"  # the running Fire settled and the buffered one never got the turn: it goes first
     BUFFER = "buffer"  # wait for the running Fire to settle
     SKIP = "skip"  # record SKIPPED, no runs
 
 
 @dataclass(frozen=True)
-class Slot:
-    """What the schedule's slot says, as read: the fire time holding it (`running_at`) and whether
+class Turn:
+    """What the schedule's turn says, as read: the fire time holding it (`running_at`) and whether
     that Fire is still open, and the fire time buffered behind it and whether it still waits."""
 
     running_at: int | None = None
@@ -33,31 +33,31 @@ class Slot:
     buffered_waiting: bool = False
 
 
-def admit(policy: OverlapPolicy, fire_at_ms: int, slot: Slot) -> Admission:
+def admit(policy: OverlapPolicy, fire_at_ms: int, turn: Turn) -> Admission:
     """Whether the fire at `fire_at_ms`, now due, starts, waits or is skipped."""
     if policy == OverlapPolicy.ALLOW:
         return Admission.START
     if (
-        slot.running_at is not None
-        and slot.running_at != fire_at_ms
-        and not slot.running_open
-        and slot.buffered_waiting
-        and slot.buffered_at != fire_at_ms
+        turn.running_at is not None
+        and turn.running_at != fire_at_ms
+        and not turn.running_open
+        and turn.buffered_waiting
+        and turn.buffered_at != fire_at_ms
     ):
         return Admission.HAND_OVER  # a settle whose hand-over was cut short: never jump the queue
-    if slot.running_at is None or slot.running_at == fire_at_ms or not slot.running_open:
-        return Admission.START  # the slot is free, ours already, or held by a Fire that settled
-    if slot.buffered_at == fire_at_ms:
+    if turn.running_at is None or turn.running_at == fire_at_ms or not turn.running_open:
+        return Admission.START  # the turn is free, ours already, or held by a Fire that settled
+    if turn.buffered_at == fire_at_ms:
         return Admission.BUFFER  # decided before (a retried decision finds its own place)
     if policy == OverlapPolicy.SKIP:
         return Admission.SKIP
-    if slot.buffered_at is None or not slot.buffered_waiting:
+    if turn.buffered_at is None or not turn.buffered_waiting:
         return Admission.BUFFER
     return Admission.SKIP
 
 
-def next_to_start(slot: Slot) -> int | None:
+def next_to_start(turn: Turn) -> int | None:
     """Once the running Fire settled: the buffered fire time to start, if one still waits."""
-    if slot.buffered_at is not None and slot.buffered_waiting:
-        return slot.buffered_at
+    if turn.buffered_at is not None and turn.buffered_waiting:
+        return turn.buffered_at
     return None

@@ -35,8 +35,8 @@ class Schedule:
     jitter_sec: int | None = None  # each fire is due at an offset in [0, jitter_sec)
     overlap_policy: OverlapPolicy | None = None  # None: ALLOW
     # the overlap slot (SKIP, BUFFER_ONE): the Fire admitted last while open, and the one waiting
-    overlap_running_at: int | None = None
-    overlap_buffered_at: int | None = None
+    turn_at: int | None = None
+    next_turn_at: int | None = None
     next_fire_at: int | None = None  # None: nothing left to fire (one-time fired, window ended)
     finished: bool = False
     missed_left_out: int = 0  # MISSED Fires a catch-up counted but did not write

@@ -8,14 +8,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from edgecron.observability import logger, metrics, tracer
 from edgecron.schemas.messages import FanoutRecord
-from edgecron.services.fanout import fan_out, message_of
+from edgecron.services.fanout import fan_out
 
 # A body that does not parse fails its record, until SQS moves it to the DLQ.
 processor = BatchProcessor(event_type=EventType.SQS, model=FanoutRecord)
 
 
 def record_handler(record: FanoutRecord) -> str:
-    return fan_out(message_of(record.body)).outcome
+    return fan_out(record.body).outcome
 
 
 @logger.inject_lambda_context

@@ -37,6 +37,9 @@ FANOUT_HOSTILE = {
     "negative_fire_at": '{"schedule_id": "sch_x", "app_id": "app_x", "fire_at": -1}',
     "string_until": '{"schedule_id": "sch_x", "app_id": "app_x", "dispatch_until": "5"}',
     "neither_owner": '{"app_id": "app_x", "cursor": null}',
+    "unknown_kind": '{"kind": "bogus", "app_id": "app_x", "event_id": "evt_x"}',
+    "kind_without_its_fields": '{"kind": "fire_gate", "app_id": "app_x", "event_id": "evt_x"}',
+    "kind_not_a_string": '{"kind": 5, "app_id": "app_x", "event_id": "evt_x"}',
 }
 
 

@@ -12,6 +12,7 @@ from edgecron import clock
 from edgecron.config import get_settings
 from edgecron.data.aws import client
 from edgecron.observability import ENQUEUE_FAILED, count, logger
+from edgecron.schemas.messages import EventPage, FireGate, FirePage, ScheduleWindow
 
 MAX_DELAY_SEC = 900  # SQS DelaySeconds limit
 
@@ -95,7 +96,7 @@ def backlog() -> Backlog | None:
 
 def send_fanout(event_id: str, app_id: str, cursor: str | None = None, page: int = 0) -> None:
     """The fan-out message of one page of an Event (page 0 after no cursor)."""
-    _send_fanout({"event_id": event_id, "app_id": app_id, "cursor": cursor, "page": page})
+    _send_fanout(EventPage(app_id=app_id, event_id=event_id, cursor=cursor, page=page))
 
 
 def send_fire_fanout(
@@ -103,31 +104,23 @@ def send_fire_fanout(
 ) -> None:
     """The fan-out message of one page of a broadcast Fire (a schedule bound to every Endpoint)."""
     _send_fanout(
-        {
-            "schedule_id": schedule_id,
-            "fire_at": fire_at_ms,
-            "app_id": app_id,
-            "cursor": cursor,
-            "page": page,
-        }
+        FirePage(app_id=app_id, schedule_id=schedule_id, fire_at=fire_at_ms, cursor=cursor, page=page)
     )
 
 
 def send_schedule_dispatch(schedule_id: str, app_id: str, until_ms: int) -> None:
     """Hand the rest of a new schedule's look-ahead window (its fires up to `until_ms`) to the
     fan-out function, so the request that created it answers after its first few fires."""
-    _send_fanout({"schedule_id": schedule_id, "app_id": app_id, "dispatch_until": until_ms})
+    _send_fanout(ScheduleWindow(app_id=app_id, schedule_id=schedule_id, dispatch_until=until_ms))
 
 
 def send_fire_gate(schedule_id: str, fire_at_ms: int, app_id: str, delay_sec: float) -> None:
     """The message that lets a Fire under an overlap policy start at its due time (or wait, or be
     skipped): the fan-out function decides when it arrives."""
-    _send_fanout(
-        {"schedule_id": schedule_id, "fire_at": fire_at_ms, "app_id": app_id, "gate": True}, delay_sec
-    )
+    _send_fanout(FireGate(app_id=app_id, schedule_id=schedule_id, fire_at=fire_at_ms), delay_sec)
 
 
-def _send_fanout(body: dict[str, object], delay_sec: float = 0) -> None:
-    message = json.dumps(body, separators=(",", ":"))
+def _send_fanout(body: EventPage | FirePage | ScheduleWindow | FireGate, delay_sec: float = 0) -> None:
+    message = body.model_dump_json()
     extra = {"DelaySeconds": _delay(delay_sec)} if delay_sec else {}
     client("sqs").send_message(QueueUrl=get_settings().fanout_queue_url, MessageBody=message, **extra)

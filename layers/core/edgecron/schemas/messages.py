@@ -9,10 +9,19 @@ unparseable and let it go instead of failing it for ever."""
 
 from __future__ import annotations
 
-from typing import Annotated, Self
+from typing import Annotated, Any, Literal, Self
 
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
-from pydantic import BaseModel, ConfigDict, Field, Json, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Json,
+    StringConstraints,
+    Tag,
+    model_validator,
+)
 
 from edgecron.schemas.common import Id
 
@@ -35,34 +44,81 @@ class DeliveryBody(_Body):
     app_id: CarriedAppId
 
 
-class FanoutBody(_Body):
-    """A fan-out message: one page of an Event's Endpoints (`event_id`), one page of a broadcast
-    Fire's (`schedule_id` and `fire_at`), a new schedule's fires up to `dispatch_until`, or the
-    due time of a Fire under an overlap policy (`gate`, with `schedule_id` and `fire_at`).
-
-    `page` is None only in a message of an earlier version (before pages were numbered) that has a
-    cursor; without a cursor, a message that gives no page is page 0."""
-
+class _FanoutBody(_Body):
     app_id: Id
-    event_id: Id | None = None
-    schedule_id: Id | None = None
-    fire_at: Count | None = None
-    dispatch_until: Count | None = None
-    gate: bool = False  # the due time of a Fire under an overlap policy (schedule_id, fire_at)
+
+
+class _Paged(_FanoutBody):
+    """One page of a fan-out chain. `page` is None only in a message of an earlier version (before
+    pages were numbered) that has a cursor; without a cursor, a message that gives no page is page 0."""
+
     cursor: Cursor | None = None
     page: Count | None = None
 
     @model_validator(mode="after")
-    def _one_owner(self) -> Self:
-        if self.dispatch_until is not None:
-            if self.schedule_id is None:
-                raise ValueError("a schedule's dispatch message needs a schedule_id")
-            return self
-        if self.event_id is None and (self.schedule_id is None or self.fire_at is None):
-            raise ValueError("a fan-out message needs an event_id, or a schedule_id and a fire_at")
+    def _first_page(self) -> Self:
         if "page" not in self.model_fields_set and not self.cursor:
             object.__setattr__(self, "page", 0)
         return self
+
+
+class EventPage(_Paged):
+    """One page of an Event's Endpoints."""
+
+    kind: Literal["event_page"] = "event_page"
+    event_id: Id
+
+
+class FirePage(_Paged):
+    """One page of a broadcast Fire's Endpoints (a schedule bound to every Endpoint)."""
+
+    kind: Literal["fire_page"] = "fire_page"
+    schedule_id: Id
+    fire_at: Count
+
+
+class ScheduleWindow(_FanoutBody):
+    """A new schedule's fires to dispatch up to `dispatch_until`, a step per message."""
+
+    kind: Literal["schedule_window"] = "schedule_window"
+    schedule_id: Id
+    dispatch_until: Count
+
+
+class FireGate(_FanoutBody):
+    """The due time of a Fire under an overlap policy: start it, buffer it or skip it."""
+
+    kind: Literal["fire_gate"] = "fire_gate"
+    schedule_id: Id
+    fire_at: Count
+    gate: Literal[True] = True  # how a release that reads no `kind` tells a gate from a Fire's page
+
+
+def _kind(body: Any) -> str | None:
+    """Which fan-out message a body is: its `kind`, or, in a message of an earlier version that has
+    none, the fields it carries (`dispatch_until`, `event_id`, `gate`, else a Fire's page)."""
+    if not isinstance(body, dict):
+        return getattr(body, "kind", None)
+    kind = body.get("kind")
+    if isinstance(kind, str):
+        return kind
+    if body.get("dispatch_until") is not None:
+        return "schedule_window"
+    if body.get("event_id") is not None:
+        return "event_page"
+    if body.get("gate") is True:
+        return "fire_gate"
+    return "fire_page"
+
+
+#: A fan-out message: exactly one of four kinds, each with the fields it needs and no others.
+FanoutBody = Annotated[
+    Annotated[EventPage, Tag("event_page")]
+    | Annotated[FirePage, Tag("fire_page")]
+    | Annotated[ScheduleWindow, Tag("schedule_window")]
+    | Annotated[FireGate, Tag("fire_gate")],
+    Discriminator(_kind),
+]
 
 
 class DeliveryRecord(SqsRecordModel):

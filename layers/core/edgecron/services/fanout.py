@@ -20,7 +20,7 @@ record absorbs it. A message SQS gives up on lands in FanoutDLQ (handle_dead_let
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from edgecron import clock
 from edgecron.config import get_settings
@@ -46,7 +46,7 @@ from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import FireStatus, ScheduleStatus
 from edgecron.observability import logger
-from edgecron.schemas.messages import FanoutBody
+from edgecron.schemas.messages import EventPage, FanoutBody, FireGate, FirePage, ScheduleWindow
 from edgecron.services.events import run_id_for
 from edgecron.services.fires import admission, dispatch, settle
 from edgecron.services.task_runs import enqueue_plan
@@ -59,56 +59,10 @@ WINDOW_STEP_MS = 10_000  # a new schedule's window: fire times dispatched per me
 
 
 @dataclass(frozen=True)
-class FanoutMessage:
-    """Either event_id, or schedule_id and fire_at. `page` is None only in a message of an earlier
-    version (before pages were numbered); it is then found from the recorded pages."""
-
-    app_id: str
-    cursor: str | None
-    page: int | None = 0
-    event_id: str | None = None
-    schedule_id: str | None = None
-    fire_at: int | None = None
-    dispatch_until: int | None = None  # a schedule's fires to dispatch up to this time (no page)
-    gate: bool = False  # a Fire under an overlap policy is due: start it, buffer it or skip it
-
-    def body(self) -> dict[str, Any]:
-        owner: dict[str, Any] = (
-            {"event_id": self.event_id}
-            if self.event_id is not None
-            else {"schedule_id": self.schedule_id, "fire_at": self.fire_at}
-        )
-        return {**owner, "app_id": self.app_id, "cursor": self.cursor, "page": self.page}
-
-    @property
-    def owner_id(self) -> str:
-        if self.event_id is not None:
-            return self.event_id
-        return fanout_pages.fire_owner(str(self.schedule_id), int(self.fire_at or 0))
-
-
-@dataclass(frozen=True)
 class FanoutReport:
     outcome: str  # page | done | skipped | stopped
     matched: int = 0
     created: int = 0
-
-
-def message_of(body: FanoutBody) -> FanoutMessage:
-    """The fan-out message a parsed body describes (schemas/messages.py checked its shape)."""
-    if body.dispatch_until is not None:
-        return FanoutMessage(
-            body.app_id, None, None, schedule_id=body.schedule_id, dispatch_until=body.dispatch_until
-        )
-    if body.event_id is not None:
-        return FanoutMessage(body.app_id, body.cursor, body.page, event_id=body.event_id)
-    if body.gate:
-        return FanoutMessage(
-            body.app_id, None, None, schedule_id=body.schedule_id, fire_at=body.fire_at, gate=True
-        )
-    return FanoutMessage(
-        body.app_id, body.cursor, body.page, schedule_id=body.schedule_id, fire_at=body.fire_at
-    )
 
 
 def delivery_body(event: Event) -> dict[str, Any]:
@@ -122,16 +76,19 @@ def delivery_body(event: Event) -> dict[str, Any]:
     }
 
 
-def fan_out(message: FanoutMessage, page_size: int | None = None) -> FanoutReport:
-    """Process one page. Raises only on infrastructure errors (SQS redelivers the message)."""
-    if message.event_id is not None:
-        return _event_page(message, message.event_id, page_size or PAGE_SIZE)
-    if message.dispatch_until is not None:
-        return _schedule_window(message.app_id, str(message.schedule_id), message.dispatch_until)
-    if message.gate:
-        outcome = admission.admit_due(str(message.schedule_id), int(message.fire_at or 0), message.app_id)
-        return FanoutReport(outcome)
-    return _fire_page(message, page_size or FIRE_PAGE_SIZE)
+def fan_out(message: FanoutBody, page_size: int | None = None) -> FanoutReport:
+    """Process one fan-out message. Raises only on infrastructure errors (SQS redelivers it)."""
+    match message:
+        case EventPage():
+            return _event_page(message, page_size or PAGE_SIZE)
+        case FirePage():
+            return _fire_page(message, page_size or FIRE_PAGE_SIZE)
+        case ScheduleWindow():
+            return _schedule_window(message.app_id, message.schedule_id, message.dispatch_until)
+        case FireGate():
+            return FanoutReport(admission.admit_due(message.schedule_id, message.fire_at, message.app_id))
+        case _:
+            assert_never(message)
 
 
 def _schedule_window(app_id: str, schedule_id: str, until_ms: int) -> FanoutReport:
@@ -155,16 +112,24 @@ def _schedule_window(app_id: str, schedule_id: str, until_ms: int) -> FanoutRepo
     return FanoutReport("done", handled, handled)
 
 
-def _page_number(message: FanoutMessage) -> int | None:
+def _owner(message: EventPage | FirePage) -> str:
+    """The fan-out chain a page belongs to: its Event, or its broadcast Fire."""
+    if isinstance(message, EventPage):
+        return message.event_id
+    return fanout_pages.fire_owner(message.schedule_id, message.fire_at)
+
+
+def _page_number(message: EventPage | FirePage) -> int | None:
     if message.page is not None:
         return message.page
-    last = fanout_pages.last(message.owner_id)  # a message of an earlier version: find its page
+    last = fanout_pages.last(_owner(message))  # a message of an earlier version: find its page
     if last is not None and last.last_endpoint_id == message.cursor:
         return int(last.page) + 1
     return None
 
 
-def _event_page(message: FanoutMessage, event_id: str, page_size: int) -> FanoutReport:
+def _event_page(message: EventPage, page_size: int) -> FanoutReport:
+    event_id = message.event_id
     now_ms = clock.to_ms(clock.now())
     event = event_data.get(message.app_id, event_id, consistent=True)
     if event is None or not is_alive(event.expires_at, now_ms):
@@ -238,9 +203,9 @@ def _create_event_runs(event: Event, endpoint_ids: list[str], now_ms: int) -> in
     return created
 
 
-def _fire_page(message: FanoutMessage, page_size: int) -> FanoutReport:
+def _fire_page(message: FirePage, page_size: int) -> FanoutReport:
     now_ms = clock.to_ms(clock.now())
-    schedule_id, fire_at = str(message.schedule_id), int(message.fire_at or 0)
+    schedule_id, fire_at = message.schedule_id, message.fire_at
     fire = fire_data.get(schedule_id, fire_at)
     if fire is None or fire.app_id != message.app_id or not fire.is_open:
         return FanoutReport("skipped")  # settled (cancelled by a pause, failed) or unknown
@@ -330,15 +295,17 @@ def handle_dead_letter(body: FanoutBody | str, receive_count: int) -> str:
     if isinstance(body, str):
         logger.error("unparseable message in the fan-out DLQ", extra={"body_prefix": body[:200]})
         return "unparseable"
-    message = message_of(body)
+    message = body
     now_ms = clock.to_ms(clock.now())
-    page = "?" if message.page is None else str(message.page)
+    page = (
+        str(message.page) if isinstance(message, EventPage | FirePage) and message.page is not None else "?"
+    )
     failures = max(1, receive_count - 1)  # the count includes this consumer's own receive
     reason = (
         f"fan-out stopped at page {page}: it failed {failures} times "
         "(see the FanoutFunction logs); fix the cause, then re-drive"
     )
-    if message.event_id is not None:
+    if isinstance(message, EventPage):
         event = event_data.get(message.app_id, message.event_id, consistent=True)
         if event is None:
             logger.warning("fan-out DLQ message for an unknown event", extra={"event_id": message.event_id})
@@ -347,7 +314,9 @@ def handle_dead_letter(body: FanoutBody | str, receive_count: int) -> str:
             return "already_final"
         logger.error("event fan-out failed", extra={"event_id": event.event_id, "reason": reason})
         return "event_failed"
-    fire = fire_data.get(str(message.schedule_id), int(message.fire_at or 0))
+    if isinstance(message, ScheduleWindow):
+        return "unknown"  # the due walk dispatches the rest of the window in any case
+    fire = fire_data.get(message.schedule_id, message.fire_at)
     if fire is None or fire.app_id != message.app_id:
         return "unknown"
     if not fire.is_open or not settle.settle_as(fire, FireStatus.FAILED, now_ms, reason):

@@ -97,6 +97,11 @@ class Settings(BaseModel):
         """How far ahead of now fires and due runs are dispatched (SQS delays land them on time)."""
         return self.lookahead_sec * 1000
 
+    @property
+    def redispatch_after_ms(self) -> int:
+        """How long past its due time a sent run's message may be lost before the scan sends it again."""
+        return self.redispatch_after_sec * 1000
+
 
 def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     """Build Settings from an environment mapping (os.environ by default); an empty variable counts as

@@ -42,6 +42,7 @@ from edgecron.domain.expiry import is_alive
 from edgecron.domain.run_listing import BATCH_GET_MAX, MAX_KEYS_PER_PAGE, RunFilter, collect_page
 from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import RunStatus, Source
+from edgecron.domain.wake import wake_time
 from edgecron.errors import StoredItemUnreadable
 from edgecron.observability import STORED_ITEMS_UNREADABLE, count, logger
 
@@ -189,7 +190,9 @@ def new_run(
     worker counts, `counted_by_check` for one the scan's check of recent runs counts (data/usage.py)."""
     if wake_at_ms is None and (ids.ms_of(run_id) or 0) < now_ms - KEY_SETTLE_MS:
         # its id sorts before the runs the scan's check of recent runs may already have passed
-        wake_at_ms = max(deliver_at_ms, now_ms) + get_settings().redispatch_after_sec * 1000
+        wake_at_ms = wake_time(
+            max(deliver_at_ms, now_ms), sent=True, redispatch_after_ms=get_settings().redispatch_after_ms
+        )
     return TaskRun(
         run_id=run_id,
         app_id=app_id,

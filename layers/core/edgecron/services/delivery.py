@@ -40,6 +40,7 @@ from edgecron.domain.schedules import Schedule
 from edgecron.domain.signing import webhook_headers
 from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import DisabledReason, ErrorKind, OperationalEvent, RunStatus, Source
+from edgecron.domain.wake import wake_entry
 from edgecron.errors import StoredItemUnreadable
 from edgecron.observability import (
     ATTEMPT_LATENCY_MS,
@@ -260,6 +261,17 @@ def _check_covers(run: TaskRun, now_ms: int) -> bool:
     return not run.has_wake_entry and run_checks.checked_later(run.run_id, now_ms, get_settings())
 
 
+def _wake(run: TaskRun, due_ms: int, now_ms: int, *, sent: bool) -> int | None:
+    """The `wake` entry of a run that waits until `due_ms` (a hold or a retry), its message re-sent
+    with the delay (`sent`) or left to the scan."""
+    return wake_entry(
+        due_ms,
+        sent=sent,
+        checked_later=sent and _check_covers(run, now_ms),
+        redispatch_after_ms=get_settings().redispatch_after_ms,
+    )
+
+
 def _hold(run: TaskRun, due_ms: int, now_ms: int, *, slot_ms: int | None) -> DeliveryReport:
     """Flow control holds the run back until `due_ms`: its claim is released (not an attempt, not a
     failure) and its message re-sent with the delay, or, beyond the SQS delay range, left to a
@@ -267,9 +279,7 @@ def _hold(run: TaskRun, due_ms: int, now_ms: int, *, slot_ms: int | None) -> Del
     wait while the scan's check of recent runs is still to read it, so waiting moves no index key."""
     delay_sec = max(0.0, (due_ms - now_ms) / 1000)
     direct = delay_sec <= MAX_DELAY_SEC
-    wake_ms: int | None = due_ms + get_settings().redispatch_after_sec * 1000 if direct else due_ms
-    if direct and _check_covers(run, now_ms):
-        wake_ms = None
+    wake_ms = _wake(run, due_ms, now_ms, sent=direct)
     held = run_data.release_for_flow(run, due_ms, wake_ms, now_ms, slot_ms=slot_ms)
     if held is None:
         logger.warning("run changed while flow control held it", extra={"run_id": run.run_id})
@@ -441,9 +451,7 @@ def _conclude(
     if decision.outcome == "retry":
         due_ms = now_ms + int((decision.delay_sec or 1) * 1000)
         direct = (decision.delay_sec or 0) <= MAX_DELAY_SEC
-        wake_ms: int | None = due_ms + get_settings().redispatch_after_sec * 1000 if direct else due_ms
-        if direct and _check_covers(run, now_ms):
-            wake_ms = None
+        wake_ms = _wake(run, due_ms, now_ms, sent=direct)
         waiting = run_data.schedule_retry(
             run,
             due_ms,

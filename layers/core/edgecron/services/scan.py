@@ -20,6 +20,7 @@ from edgecron.data.run_checks import check_lag_ms
 from edgecron.domain import run_states as st
 from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import RunStatus
+from edgecron.domain.wake import wake_time
 from edgecron.errors import StoredItemUnreadable
 from edgecron.observability import SCAN_DURATION_MS, logger, millis
 from edgecron.services import events, usage
@@ -141,7 +142,7 @@ def run_work(now: datetime, report: ScanReport, *, rebuild: bool = False) -> Wor
         resend, late_report = due_walk.reconcile_late(late, now, queues_lost=rebuild, state=backlog)
         report.late_backlogged += late_report.backlogged
         report.late_missed += late_report.missed
-        wake = now_ms + settings.redispatch_after_sec * 1000
+        wake = wake_time(now_ms, sent=True, redispatch_after_ms=settings.redispatch_after_ms)
         for run in resend:
             if run_data.mark_enqueued(run, wake, now_ms):
                 outbox.append(DeliveryMessage(run.run_id, run.app_id))
@@ -252,12 +253,14 @@ def check_one(run: TaskRun, tick: _Tick) -> None:
     again and looked at again REDISPATCH_AFTER_SEC later; any other gets the entry it would have had."""
     if run.has_wake_entry or run.status in st.TERMINAL:
         return  # the wake index looks after it, or nothing is left to do
-    redispatch_ms = tick.settings.redispatch_after_sec * 1000
-    wake = int(run.deliver_at) + redispatch_ms
+    redispatch_ms = tick.settings.redispatch_after_ms
+    wake = wake_time(int(run.deliver_at), sent=True, redispatch_after_ms=redispatch_ms)
     woken = tick.rebuild or wake <= tick.horizon
     late_fire = due_walk.is_late_first_delivery(run, tick.now_ms)  # the missed-fire policy decides
     if run.status in st.WAITING and woken and run.deliver_at <= tick.horizon and not late_fire:
-        if run_data.watch(run, tick.now_ms + redispatch_ms, enqueued_at=tick.now_ms):
+        if run_data.watch(
+            run, wake_time(tick.now_ms, sent=True, redispatch_after_ms=redispatch_ms), enqueued_at=tick.now_ms
+        ):
             tick.report.runs_watched += 1
             tick.handled.add(run.run_id)
             tick.outbox.append(DeliveryMessage(run.run_id, run.app_id, due_ms=int(run.deliver_at)))
@@ -285,7 +288,7 @@ def wake_one(
     elif run.status == RunStatus.RUNNING:
         expires = run.claim_expires_at
         if expires is not None and expires < now_ms:
-            wake = now_ms + settings.redispatch_after_sec * 1000
+            wake = wake_time(now_ms, sent=True, redispatch_after_ms=settings.redispatch_after_ms)
             if run_data.release_expired_claim(run, now_ms, wake):
                 report.claims_released += 1
                 record_lost_attempt(run, int(run.total_attempts), int(run.attempt_count), now_ms)
@@ -297,7 +300,7 @@ def wake_one(
     elif due_walk.is_late_first_delivery(run, now_ms):
         late.append(run)  # its message should have been consumed by now: a backlog, or lost
     elif run.deliver_at <= horizon:
-        wake = int(run.deliver_at) + settings.redispatch_after_sec * 1000
+        wake = wake_time(int(run.deliver_at), sent=True, redispatch_after_ms=settings.redispatch_after_ms)
         if run_data.mark_enqueued(run, wake, now_ms):
             outbox.append(DeliveryMessage(run.run_id, run.app_id, due_ms=int(run.deliver_at)))
 

@@ -18,6 +18,7 @@ from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.domain.attempts import Attempt
 from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import RunStatus, Source
+from edgecron.domain.wake import wake_entry, wake_time
 from edgecron.errors import Conflict, NotFound, ParamInvalid, PayloadTooLarge
 from edgecron.schemas.common import MAX_PAYLOAD_BYTES
 from edgecron.schemas.task_runs import MAX_RUN_DELAY_SEC, DeadLetterFilter, TaskRunCreate
@@ -35,9 +36,8 @@ def enqueue_plan(deliver_at_ms: int, now_ms: int) -> tuple[bool, int]:
     """(send now?, wake_at): runs due within the look-ahead are sent with DelaySeconds at once and
     woken again only if their message goes missing; later ones wait for the scan."""
     settings = get_settings()
-    if deliver_at_ms <= now_ms + settings.lookahead_sec * 1000:
-        return True, deliver_at_ms + settings.redispatch_after_sec * 1000
-    return False, deliver_at_ms
+    send_now = deliver_at_ms <= now_ms + settings.lookahead_ms
+    return send_now, wake_time(deliver_at_ms, sent=send_now, redispatch_after_ms=settings.redispatch_after_ms)
 
 
 def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | None = None) -> TaskRun:
@@ -59,7 +59,7 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
         deliver_at_ms = max(now_ms, clock.to_ms(req.deliver_at))
     elif req.delay_sec:
         deliver_at_ms = now_ms + req.delay_sec * 1000
-    send_now, wake_at = enqueue_plan(deliver_at_ms, now_ms)
+    send_now = enqueue_plan(deliver_at_ms, now_ms)[0]
     run = data.new_run(
         run_id=run_id or ids.new_id("run", now_ms),
         app_id=app_id,
@@ -70,7 +70,12 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
         deliver_at_ms=deliver_at_ms,
         # due at once: the scan's check of recent runs covers a lost message; a delayed run keeps its
         # entry, so a lost message is found REDISPATCH_AFTER_SEC after its due time, not later
-        wake_at_ms=None if send_now and deliver_at_ms <= now_ms else wake_at,
+        wake_at_ms=wake_entry(
+            deliver_at_ms,
+            sent=send_now,
+            checked_later=deliver_at_ms <= now_ms,
+            redispatch_after_ms=get_settings().redispatch_after_ms,
+        ),
         now_ms=now_ms,
         # sent now: its worker counts it, or (no quota to see it) the scan's check of recent runs,
         # which reads it anyway; a run due later is counted now

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from edgecron import clock
+from edgecron.config import get_settings
 from edgecron.data import fanout_pages
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
@@ -36,6 +37,7 @@ from edgecron.domain import run_states as st
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import FireStatus, Source
+from edgecron.domain.wake import wake_entry
 from edgecron.observability import FIRES, count, logger
 from edgecron.services import quota, usage
 from edgecron.services.fires import settle, turns
@@ -272,8 +274,14 @@ def run_plan(fire: Fire, now_ms: int) -> tuple[bool, int | None]:
     and finds a lost message then, which follows the missed-fire policy. The runs of a jittered or
     admitted Fire are due after the time their ids sort by, and keep the entry."""
     due = fire.due_ms
-    send_now, wake_at = enqueue_plan(due, now_ms)
-    return send_now, None if send_now and due == fire.fire_at else wake_at
+    send_now = enqueue_plan(due, now_ms)[0]
+    settings = get_settings()
+    return send_now, wake_entry(
+        due,
+        sent=send_now,
+        checked_later=due == fire.fire_at,
+        redispatch_after_ms=settings.redispatch_after_ms,
+    )
 
 
 def put_fire_run(

@@ -644,7 +644,7 @@ def reconcile_late(
     if state is None and not queues_lost:
         state = queue_data.backlog()
     if not queues_lost:
-        redispatch_ms = get_settings().redispatch_after_sec * 1000
+        redispatch_ms = get_settings().redispatch_after_ms
         lost: list[TaskRun] = []
         waiting = state.waiting if state is not None else None
         retention_ms = state.retention_ms if state is not None else None

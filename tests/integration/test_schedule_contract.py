@@ -114,6 +114,50 @@ def test_a_resume_of_a_minutely_schedule_delivers_its_next_fire_dispatched_befor
     assert t.delivered(s["id"]) == [iso(at(300)), iso(at(600))]
 
 
+def test_a_resume_before_its_time_delivers_a_broadcast_fire_whose_fan_out_ran_during_the_pause(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    t = Tenant(receiver, "broadcast-pause")
+    second = call_api("POST", "/v1/endpoints", key=t.key, body={"url": receiver.url("/broadcast-pause-2")})
+    assert second.status == 201, second.body
+    stack.run_until(at(0.5))
+    created = t.api("POST", "/v1/schedules", {"cron": "0 * * * * *"})  # every Endpoint of the App
+    assert created.status == 201, created.body
+    s = created.body
+    # the create dispatched 10:01:00 ahead; its fan-out runs while the schedule is paused
+    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    stack.run_until(at(20))
+    assert t.api("POST", f"/v1/schedules/{s['id']}/resume").status == 200
+    stack.run_until(at(65))
+    to_both = [
+        r.path
+        for r in receiver.requests
+        if r.headers.get("edgecron-schedule-id") == s["id"]
+        and r.headers.get("edgecron-fire-time") == iso(at(60))
+    ]
+    assert sorted(to_both) == ["/broadcast-pause", "/broadcast-pause-2"]
+    fires = t.api("GET", f"/v1/schedules/{s['id']}/fires").body["data"]
+    assert [(f["fire_time"], f["status"]) for f in fires if f["fire_time"] == iso(at(60))] == [
+        (iso(at(60)), "COMPLETED")
+    ]
+
+
+def test_a_broadcast_fire_whose_time_comes_while_paused_is_cancelled_and_not_delivered(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    t = Tenant(receiver, "broadcast-paused")
+    stack.run_until(at(0.5))
+    created = t.api("POST", "/v1/schedules", {"cron": "0 * * * * *"})
+    assert created.status == 201, created.body
+    s = created.body
+    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    stack.run_until(at(90))
+    assert t.delivered(s["id"]) == []
+    fires = t.api("GET", f"/v1/schedules/{s['id']}/fires").body["data"]
+    assert [(f["fire_time"], f["status"]) for f in fires] == [(iso(at(60)), "CANCELLED")]
+    assert t.get(s["id"])["status"] == "PAUSED"
+
+
 def test_no_fire_after_a_pause_returned_is_delivered_even_one_dispatched_just_before(
     stack: VirtualStack, receiver: Receiver
 ) -> None:

@@ -100,11 +100,18 @@ def send_fanout(event_id: str, app_id: str, cursor: str | None = None, page: int
 
 
 def send_fire_fanout(
-    schedule_id: str, fire_at_ms: int, app_id: str, cursor: str | None = None, page: int = 0
+    schedule_id: str,
+    fire_at_ms: int,
+    app_id: str,
+    cursor: str | None = None,
+    page: int | None = 0,
+    delay_sec: float = 0,
 ) -> None:
-    """The fan-out message of one page of a broadcast Fire (a schedule bound to every Endpoint)."""
+    """The fan-out message of one page of a broadcast Fire (a schedule bound to every Endpoint),
+    handed out after `delay_sec`."""
     _send_fanout(
-        FirePage(app_id=app_id, schedule_id=schedule_id, fire_at=fire_at_ms, cursor=cursor, page=page)
+        FirePage(app_id=app_id, schedule_id=schedule_id, fire_at=fire_at_ms, cursor=cursor, page=page),
+        delay_sec,
     )
 
 

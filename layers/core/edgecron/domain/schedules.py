@@ -34,7 +34,7 @@ class Schedule:
     end_at: int | None = None  # no fire after this time; past it a cron schedule is ENDED
     jitter_sec: int | None = None  # each fire is due at an offset in [0, jitter_sec)
     overlap_policy: OverlapPolicy | None = None  # None: ALLOW
-    # the overlap slot (SKIP, BUFFER_ONE): the Fire admitted last while open, and the one waiting
+    # the turn (SKIP, BUFFER_ONE): the Fire admitted last while open, and the one waiting for it
     turn_at: int | None = None
     next_turn_at: int | None = None
     next_fire_at: int | None = None  # None: nothing left to fire (one-time fired, window ended)

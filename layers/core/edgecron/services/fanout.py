@@ -19,6 +19,7 @@ record absorbs it. A message SQS gives up on lands in FanoutDLQ (handle_dead_let
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, assert_never
 
@@ -30,6 +31,7 @@ from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.queues import (
+    MAX_DELAY_SEC,
     DeliveryMessage,
     send_deliveries,
     send_fanout,
@@ -213,6 +215,8 @@ def _fire_page(message: FirePage, page_size: int) -> FanoutReport:
         return FanoutReport("skipped")  # its overlap policy has not let it start
     schedule = schedule_data.get(fire.app_id, schedule_id, consistent=True)
     if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
+        if _defer_while_paused(message, fire, schedule, now_ms):
+            return FanoutReport("deferred")
         stop_fire(fire, [], now_ms)
         return FanoutReport("stopped")
     n = _page_number(message)
@@ -227,6 +231,10 @@ def _fire_page(message: FirePage, page_size: int) -> FanoutReport:
         created = _create_fire_runs(schedule, fire, targets, now_ms)
         page = _new_page(owner, n, fire.app_id, message.cursor, endpoints, targets, more, now_ms)
         outcome = fire_data.record_page(fire, page, now_ms)
+        if outcome == "stopped" and _defer_while_paused(
+            message, fire, schedule_data.get(fire.app_id, schedule_id, consistent=True), now_ms
+        ):
+            return FanoutReport("deferred", len(targets), created)
         if outcome == "stopped":
             stop_fire(fire, [fire_data.run_id(schedule_id, fire_at, ep) for ep in targets], now_ms)
             return FanoutReport("stopped", len(targets), created)
@@ -250,6 +258,20 @@ def _fire_page(message: FirePage, page_size: int) -> FanoutReport:
         return FanoutReport("page", len(ids), created)
     _after_last_page(schedule_id, fire_at, ids, now_ms)
     return FanoutReport("done", len(ids), created)
+
+
+def _defer_while_paused(message: FirePage, fire: Fire, schedule: Schedule | None, now_ms: int) -> bool:
+    """A page of a broadcast Fire found its schedule paused before the fire's due time: the page
+    waits for that time (the message comes back then), since a resume before it means the fire is
+    delivered. A deleted schedule, a settled Fire or a due time that came stop it (False)."""
+    if schedule is None or schedule.status != ScheduleStatus.PAUSED or fire.due_ms <= now_ms:
+        return False
+    current = fire_data.get(fire.schedule_id, fire.fire_at)
+    if current is None or not current.is_open:
+        return False
+    delay_sec = min(MAX_DELAY_SEC, math.ceil((fire.due_ms - now_ms) / 1000))
+    send_fire_fanout(fire.schedule_id, fire.fire_at, fire.app_id, message.cursor, message.page, delay_sec)
+    return True
 
 
 def _create_fire_runs(schedule: Schedule, fire: Fire, endpoint_ids: list[str], now_ms: int) -> int:

@@ -84,10 +84,10 @@ def test_a_schedule_reads_back_as_it_was_written() -> None:
     for written in (full, one_time):
         schedule_data.put_new(written)
         read = stored(written)[0]
-        # the slot and the stored timing the compare-and-set checks are the data layer's
-        assert replace(read, due_slot=None, stored_next_fire_at=None) == written
-        assert read.stored_next_fire_at == written.next_fire_at
-    assert stored(full)[0].due_slot is not None and stored(one_time)[0].due_slot is None
+        # the slot and the stored timing the compare-and-set checks are the data layer's own
+        assert read == written and written.as_stored is None and read.as_stored is not None
+        assert replace(read, as_stored=None) == written
+    assert schedule_data.walk_moves(stored(full)[0]) and not schedule_data.walk_moves(stored(one_time)[0])
 
 
 def test_an_allow_overlap_policy_is_stored_as_nothing() -> None:

@@ -92,9 +92,31 @@ def _stored(row: ScheduleModel) -> Schedule:
         missed_left_out=int(row.missed_left_out or 0),
         last_fire_at=_opt_int(row.last_fire_at),
         version=int(row.version or 0),
-        due_slot=_opt_int(row.due_slot),
-        stored_next_fire_at=_opt_int(row.next_fire_at),
+        as_stored=_Stored(_opt_int(row.due_slot), _opt_int(row.next_fire_at)),
     )
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """A Schedule's bookkeeping as this layer read it: its due index entry and its next_fire_at as
+    stored (Schedule.as_stored). Its compare-and-set writes check them; nothing else reads them."""
+
+    due_slot: int | None = None
+    next_fire_at: int | None = None
+
+
+_NOT_STORED = _Stored()
+
+
+def _as_stored(schedule: Schedule) -> _Stored:
+    held = schedule.as_stored
+    return held if isinstance(held, _Stored) else _NOT_STORED
+
+
+def walk_moves(schedule: Schedule) -> bool:
+    """Whether the scan's due walk moves this schedule past its fires, not a write of its own (a day
+    or hour wheel entry, or the every-tick key, as it was read)."""
+    return due_slots.walk_moves(_as_stored(schedule).due_slot)
 
 
 def _row(schedule: Schedule) -> ScheduleModel:
@@ -216,7 +238,11 @@ class Due:
     def order(self) -> int:
         """Exact and every-tick keys first (by key: lagging ones first), then the wheels' slots as the
         window meets them."""
-        return self.met_at if self.met_at is not None else int(self.schedule.due_slot or 0) - _EXACT_FIRST
+        return (
+            self.met_at
+            if self.met_at is not None
+            else int(_as_stored(self.schedule).due_slot or 0) - _EXACT_FIRST
+        )
 
 
 _EXACT_FIRST = 2**53  # exact keys sort before every wheel position
@@ -248,7 +274,7 @@ def _due_entries(
         lambda s: s.due_shard is not None and s.next_fire_at is not None and s.next_fire_at <= until_ms,
     ):
         schedule = to_entity(row, walked_to)
-        yield Due(schedule, due_slots.met_at(int(schedule.due_slot or 0), from_ms))
+        yield Due(schedule, due_slots.met_at(int(_as_stored(schedule).due_slot or 0), from_ms))
 
 
 MARK_PARTITION = "#scan"  # no App id starts with '#'
@@ -344,7 +370,7 @@ def store_walked_timing(
             _key(stored),
             [M.next_fire_at.set(nxt), M.last_fire_at.set(last), M.version.add(1)],
             (M.next_fire_at == stored.next_fire_at)
-            & _slot_is(stored.due_slot)
+            & _slot_is(_as_stored(stored).due_slot)
             & (M.status == ScheduleStatus.ACTIVE),
         )
     return done, start
@@ -380,7 +406,7 @@ def save_backfill(start: dict[str, Any] | None, now_ms: int) -> None:
 def _timing_is(schedule: Schedule, expected_ms: int) -> Any:
     """The condition that the stored next fire time is still the one read: for a schedule the due
     walk moves, the stored one (which lags), else the fire time the caller moves it from."""
-    stored = schedule.stored_next_fire_at
+    stored = _as_stored(schedule).next_fire_at
     return M.next_fire_at == (stored if stored is not None else expected_ms)
 
 
@@ -417,14 +443,16 @@ def advance(
             and not write_unmoved
             and not moves
             and not extra
-            and due_slots.walk_moves(schedule.due_slot)
+            and due_slots.walk_moves(_as_stored(schedule).due_slot)
         ):
             return replace(schedule, next_fire_at=next_ms, last_fire_at=expected_ms)
         actions += [M.next_fire_at.set(next_ms), *moves]
     return _update(
         schedule,
         actions,
-        _timing_is(schedule, expected_ms) & (M.status == ScheduleStatus.ACTIVE) & _slot_is(schedule.due_slot),
+        _timing_is(schedule, expected_ms)
+        & (M.status == ScheduleStatus.ACTIVE)
+        & _slot_is(_as_stored(schedule).due_slot),
     )
 
 
@@ -443,7 +471,7 @@ def owe(schedule: Schedule, fire_at_ms: int, now_ms: int) -> bool:
         ],
         _timing_is(schedule, fire_at_ms)
         & (M.status == ScheduleStatus.ACTIVE)
-        & _slot_is(schedule.due_slot)
+        & _slot_is(_as_stored(schedule).due_slot)
         & M.due_shard.exists(),
     )
 
@@ -456,7 +484,7 @@ def _slot_moves(schedule: Schedule, next_ms: int, now_ms: int, *, walking: bool 
     """The write of the slot that goes with a next fire at `next_ms`; none when the stored one (as
     read, which the write's condition checks) is that slot already: the index entry stays still."""
     slot = _slot(schedule, next_ms, now_ms, walking=walking)
-    return [] if slot == schedule.due_slot else [M.due_slot.set(slot)]
+    return [] if slot == _as_stored(schedule).due_slot else [M.due_slot.set(slot)]
 
 
 def _end_if_windowed(schedule: Schedule) -> list[Any]:
@@ -579,5 +607,7 @@ def catch_up_move(
     return _update(
         schedule,
         actions,
-        _timing_is(schedule, expected_ms) & (M.status == ScheduleStatus.ACTIVE) & _slot_is(schedule.due_slot),
+        _timing_is(schedule, expected_ms)
+        & (M.status == ScheduleStatus.ACTIVE)
+        & _slot_is(_as_stored(schedule).due_slot),
     )

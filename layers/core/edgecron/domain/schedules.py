@@ -5,7 +5,7 @@ index attributes that put it in the scan's due index to itself."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from edgecron import clock
@@ -42,10 +42,10 @@ class Schedule:
     missed_left_out: int = 0  # MISSED Fires a catch-up counted but did not write
     last_fire_at: int | None = None  # the latest fire time dispatched
     version: int = 1  # moved by every write: the compare-and-set of user edits
-    due_slot: int | None = None  # where the scan's due index holds it, as read (the data layer sets it)
-    # next_fire_at as stored, which a compare-and-set of the timing checks: for a schedule on a day
-    # or hour wheel it may lag the next fire (see walked_past); None for one not read from storage
-    stored_next_fire_at: int | None = None
+    # How the data layer stored this copy (its due index entry, and its next_fire_at as stored, which
+    # lags the next fire on a day or hour wheel: see walked_past), which its compare-and-set writes
+    # check. Opaque outside the data layer; None for a copy not read from storage.
+    as_stored: object = field(default=None, compare=False, repr=False)
 
     @property
     def is_active(self) -> bool:

@@ -301,7 +301,7 @@ def owe(
     reads, and the mark goes on. If that write fails too, the mark waits before `held_at` until one
     succeeds. An entry that is an exact time already is read by every tick anyway; its failure holds
     the mark as any does (for at most MAX_HOLD_MS)."""
-    if held_at is None or fire_at_ms is None or not due_slots.walk_moves(schedule.due_slot):
+    if held_at is None or fire_at_ms is None or not schedule_data.walk_moves(schedule):
         report.hold(held_at)
         return
     recorded = False

@@ -6,6 +6,7 @@ owed. The rules are written in docs/time-rules.md (What a schedule promises)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -156,6 +157,50 @@ def test_a_broadcast_fire_whose_time_comes_while_paused_is_cancelled_and_not_del
     fires = t.api("GET", f"/v1/schedules/{s['id']}/fires").body["data"]
     assert [(f["fire_time"], f["status"]) for f in fires] == [(iso(at(60)), "CANCELLED")]
     assert t.get(s["id"])["status"] == "PAUSED"
+
+
+@pytest.mark.parametrize(
+    "edit_lands", ["after_the_fire_is_put", "after_the_dispatch_reads_the_schedule_again"]
+)
+def test_a_timing_edit_racing_the_scan_delivers_no_fire_the_new_timing_does_not_have(
+    stack: VirtualStack, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, edit_lands: str
+) -> None:
+    """A PATCH of the cron expression that lands while the scan dispatches a fire of the old timing
+    ahead (between its Fire put and its send): the fire is never delivered, and the new timing's are."""
+    from edgecron.services.fires import dispatch
+
+    t = Tenant(receiver, f"edit-race-{edit_lands}")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="0 * * * * *")  # every minute; the create dispatches 10:01:00
+    raced = at(120)  # the scan at 10:01:00 dispatches 10:02:00 ahead: the edit lands inside it
+    module, name = (
+        (dispatch.fire_data, "create")
+        if edit_lands == "after_the_fire_is_put"
+        else (dispatch.schedule_data, "get")
+    )
+    real = getattr(module, name)
+    edited: list[int] = []
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        caller = sys._getframe(1).f_code.co_name
+        is_raced = clock.to_ms(raced) in args if name == "create" else caller == "_dispatch_listed"
+        if not edited and stack.clock.now() >= at(59) and is_raced:
+            edited.append(clock.to_ms(stack.clock.now()))
+            resp = t.api("PATCH", f"/v1/schedules/{s['id']}", {"cron": "0 */5 * * * *"})
+            assert resp.status == 200, resp.body
+        return result
+
+    monkeypatch.setattr(module, name, racing)
+    stack.run_until(at(61))
+    assert edited, "the edit did not land inside the scan's dispatch"
+    monkeypatch.setattr(module, name, real)
+    stack.run_until(at(5 * 60 + 5))
+    assert t.delivered(s["id"]) == [iso(at(60)), iso(at(300))]
+    statuses = {
+        f["fire_time"]: f["status"] for f in t.api("GET", f"/v1/schedules/{s['id']}/fires").body["data"]
+    }
+    assert statuses[iso(raced)] == "CANCELLED", statuses  # put before the edit, its run never sent
 
 
 def test_no_fire_after_a_pause_returned_is_delivered_even_one_dispatched_just_before(

@@ -155,7 +155,7 @@ class Env:
 class EsmPump:
     """Lambda's SQS event source mappings for the worker and fan-out queues, driven by hand."""
 
-    SOURCES = (("FanoutQueue", "fanout"), ("DeliveryQueue", "worker"), ("RetryQueue", "worker"))
+    SOURCES = (("FanoutQueue", "fanout"), ("DeliveryQueue", "worker"))
 
     def __init__(self, env: Env) -> None:
         import boto3

@@ -28,7 +28,7 @@ def test_every_sqs_event_source_of_every_function_is_priced() -> None:
         for event in (resource.get("Properties", {}).get("Events") or {}).values()
         if event.get("Type") == "SQS"
     )
-    assert raw_sources >= 5  # the worker's, the fan-out's and both dead-letter consumers'
+    assert raw_sources >= 4  # the worker's, the fan-out's and both dead-letter consumers'
     assert prices.template_counts()["sqs_event_sources"] == raw_sources
 
 

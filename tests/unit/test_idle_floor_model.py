@@ -72,3 +72,16 @@ def test_only_the_account_can_use_the_key_outside_the_alerts_topic() -> None:
             "Fn::Sub": "arn:${AWS::Partition}:sns:${AWS::Region}:${AWS::AccountId}:${AWS::StackName}-AlertsTopic-*"
         }, statement["Sid"]
         assert set(statement["Action"]) <= {"kms:Decrypt", "kms:GenerateDataKey*"}, statement["Sid"]
+
+
+def test_every_alarm_tells_the_alerts_topic_when_it_fires_and_when_it_clears() -> None:
+    alarms = {
+        logical_id: resource["Properties"]
+        for logical_id, resource in _raw()["Resources"].items()
+        if resource.get("Type") in {"AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm"}
+    }
+    assert alarms
+    for logical_id, properties in alarms.items():
+        assert properties.get("AlarmActions") == [{"Ref": "AlertsTopic"}], logical_id
+        assert properties.get("OKActions") == [{"Ref": "AlertsTopic"}], logical_id
+        assert properties.get("AlarmDescription"), logical_id

@@ -132,12 +132,13 @@ class Env:
         record = Invocation(function=name, records=records)
         origin_token = ORIGIN.set(name)
         invocation_token = INVOCATION.set(record)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         try:
             with redirect_stdout(self.meter.logs):
                 return invoke(name, event)
         finally:
             record.wall_s = time.perf_counter() - started
+            record.cpu_s = time.process_time() - cpu_started
             INVOCATION.reset(invocation_token)
             ORIGIN.reset(origin_token)
             self.meter.record_invocation(record)

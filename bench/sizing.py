@@ -2,7 +2,8 @@
 
 A representative invocation of each function is measured in-process on moto (the cost benchmark's
 scenarios: a direct burst, an event fan-out, a scheduled burst and an idle scan tick): its own CPU time
-(the wall time outside AWS calls, plus botocore's share inside them) and its AWS calls. On AWS a
+(the process's CPU time over the invocation, every thread, less what moto took inside the AWS calls;
+the local receiver's replies, a fraction of a millisecond each, stay in) and its AWS calls. On AWS a
 function gets CPU in proportion to its memory (one vCPU at 1,769 MB), so the CPU time is stretched by
 1769 / MB below that; the AWS calls take their regional latency (prices.LATENCY_S) whatever the size,
 and a delivery also waits on its receiver (RECEIVER_WAIT_S, the records of a batch at once). The
@@ -34,7 +35,10 @@ MEASURED = ("api", "worker", "fanout", "scan")
 
 
 def _own_cpu_s(invocation: Invocation) -> float:
-    return max(0.0, invocation.wall_s - invocation.aws_s) + invocation.client_s
+    """The process's CPU time over the invocation less what moto took inside its AWS calls: the
+    function's own code and botocore's, on every thread (the worker sends a batch's records at once),
+    as CPU time, so a busy machine does not inflate it the way it inflates wall time."""
+    return max(0.0, invocation.cpu_s - invocation.service_cpu_s)
 
 
 def _aws_wait_s(invocation: Invocation) -> float:

@@ -18,7 +18,7 @@ from typing import Any
 from bench.report import RESULTS, Row, machine, table, write
 
 # Run order: the scan benchmark leaves up to 200,000 schedules behind, so nothing in-process runs after it.
-ALL = ("cost", "catchup", "throughput", "scaling", "scan", "precision")
+ALL = ("cost", "sizing", "catchup", "throughput", "scaling", "scan", "precision")
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     selected = [name for name in ALL if name in args.only.split(",")]
     env: Any = None
-    if {"cost", "catchup", "throughput", "scaling", "scan"} & set(selected):
+    if {"cost", "sizing", "catchup", "throughput", "scaling", "scan"} & set(selected):
         from bench.inproc import environment
 
         env = environment()  # before anything imports the core package (it reads table names at import)
@@ -95,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench import cost
 
         return cost.run(env, runs=args.runs, smoke=args.smoke)
+
+    def sizing() -> tuple[list[Row], dict[str, Any]]:
+        from bench import sizing
+
+        return sizing.run(env, runs=args.runs)
 
     def catchup() -> tuple[list[Row], dict[str, Any]]:
         from bench import catchup
@@ -136,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
     runners: dict[str, Callable[[], tuple[list[Row], dict[str, Any]]]] = {
         "cost": cost,
+        "sizing": sizing,
         "catchup": catchup,
         "throughput": throughput,
         "scaling": scaling,

@@ -524,24 +524,36 @@ def idle_floor(env: Env) -> dict[str, Any]:
         + ddb.rru * PRICES.dynamodb_rru
         + ddb.wru * PRICES.dynamodb_wru
     )
-    counts = prices.template_counts()
-    # Each SQS event source keeps 5 pollers long-polling (20 s) when idle: 15 requests a minute.
-    poll_usd = counts["sqs_event_sources"] * 15 * MINUTES_PER_MONTH * PRICES.sqs_request
-    fixed = {
-        "scan_every_minute": per_scan * MINUTES_PER_MONTH,
-        "idle_sqs_pollers": poll_usd,
-        "kms_keys": counts["kms_keys"] * PRICES.kms_key_month,
-        "secrets": counts["secrets"] * PRICES.secret_month,
-        "dashboard": counts["dashboards"] * PRICES.dashboard_month,
-        "alarms": counts["alarms"] * PRICES.alarm_month,
-    }
+    scan_usd = per_scan * MINUTES_PER_MONTH
+
+    def monthly(dashboard: bool) -> dict[str, float]:
+        counts = prices.template_counts(dashboard)
+        # Each SQS event source keeps 5 pollers long-polling (20 s) when idle: 15 requests a minute.
+        return {
+            "scan_every_minute": scan_usd,
+            "idle_sqs_pollers": counts["sqs_event_sources"] * 15 * MINUTES_PER_MONTH * PRICES.sqs_request,
+            "kms_keys": counts["kms_keys"] * PRICES.kms_key_month,
+            "secrets": counts["secrets"] * PRICES.secret_month,
+            "alarms": counts["alarm_metrics"] * PRICES.alarm_metric_month
+            + counts["composite_alarms"] * PRICES.composite_alarm_month,
+            "dashboard": counts["dashboards"] * PRICES.dashboard_month,
+        }
+
+    fixed, lean = monthly(True), monthly(False)
     return {
         "scan_dynamodb_requests": ddb.requests,
         "scan_rru": ddb.rru,
         "scan_wall_ms": round(scan.wall_s * 1000, 1),
+        "template": {
+            "dashboard_on": prices.template_counts(True),
+            "dashboard_off": prices.template_counts(False),
+        },
         "usd_per_month": {k: round(v, 3) for k, v in fixed.items()}
         | {"total": round(sum(fixed.values()), 2)},
-        "note": "no free tier; idle pollers: 5 per SQS event source, 20 s long polls",
+        "usd_per_month_without_dashboard": round(sum(lean.values()), 2),
+        "target_usd_per_month_without_dashboard": prices.IDLE_FLOOR_TARGET_MONTH,
+        "note": "no free tier; idle pollers: 5 per SQS event source, 20 s long polls; each metric an "
+        "alarm reads is billed; KMS bills each key's first two rotations as another $1 a month each",
     }
 
 
@@ -613,13 +625,16 @@ def run(env: Env, *, runs: int, smoke: bool = False) -> tuple[list[Row], dict[st
                 verdict(o["extra_wru"] <= FLOW_EXTRA_WRU_TARGET) if steady else "n/a",
             )
         )
+    lean = floor["usd_per_month_without_dashboard"]
     rows.append(
         Row(
             "cost",
             "fixed monthly floor (no traffic)",
-            f"${floor['usd_per_month']['total']:.2f}/month",
-            "",
-            "n/a",
+            f"${lean:.2f}/month without the dashboard, ${floor['usd_per_month']['total']:.2f} with it "
+            f"(the default); an idle tick: {floor['scan_dynamodb_requests']} requests, "
+            f"{floor['scan_rru']:.1f} RRU",
+            f"<= ${prices.IDLE_FLOOR_TARGET_MONTH:.2f}/month without the dashboard",
+            verdict(lean <= prices.IDLE_FLOOR_TARGET_MONTH),
         )
     )
     return rows, {

@@ -132,12 +132,13 @@ class Env:
         record = Invocation(function=name, records=records)
         origin_token = ORIGIN.set(name)
         invocation_token = INVOCATION.set(record)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         try:
             with redirect_stdout(self.meter.logs):
                 return invoke(name, event)
         finally:
             record.wall_s = time.perf_counter() - started
+            record.cpu_s = time.process_time() - cpu_started
             INVOCATION.reset(invocation_token)
             ORIGIN.reset(origin_token)
             self.meter.record_invocation(record)
@@ -155,7 +156,7 @@ class Env:
 class EsmPump:
     """Lambda's SQS event source mappings for the worker and fan-out queues, driven by hand."""
 
-    SOURCES = (("FanoutQueue", "fanout"), ("DeliveryQueue", "worker"), ("RetryQueue", "worker"))
+    SOURCES = (("FanoutQueue", "fanout"), ("DeliveryQueue", "worker"))
 
     def __init__(self, env: Env) -> None:
         import boto3

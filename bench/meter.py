@@ -58,6 +58,8 @@ class Invocation:
     aws_calls: int = 0
     aws_s: float = 0.0  # inside AWS calls: botocore + the service (moto)
     client_s: float = 0.0  # botocore's own share: serialize, sign, parse
+    cpu_s: float = 0.0  # CPU time of the process while it ran (every thread: moto's too)
+    service_cpu_s: float = 0.0  # CPU time the service (moto) took inside the calls, on their threads
     calls_by_service: dict[str, int] = field(default_factory=dict)
 
 
@@ -114,6 +116,8 @@ class _Call:
     t0: float
     t_send: float | None = None
     t_recv: float | None = None
+    cpu_send: float | None = None  # the calling thread's CPU time when the request left botocore
+    cpu_recv: float | None = None
     done: bool = False
     old: list[tuple[dynamo.TableSchema, dict[str, Any], dict[str, Any] | None, str]] = field(
         default_factory=list
@@ -206,6 +210,8 @@ class Meter:
                 inv.aws_s += t1 - call.t0
                 if call.t_send is not None and call.t_recv is not None:
                     inv.client_s += (call.t_send - call.t0) + (t1 - call.t_recv)
+                if call.cpu_send is not None and call.cpu_recv is not None:
+                    inv.service_cpu_s += max(0.0, call.cpu_recv - call.cpu_send)
                 inv.calls_by_service[call.service] = inv.calls_by_service.get(call.service, 0) + 1
 
     def _resource(self, service: str, params: Mapping[str, Any]) -> str:
@@ -392,12 +398,14 @@ def _on_send(request: Any = None, **_: Any) -> None:
     call = (getattr(request, "context", None) or {}).get(_CONTEXT_KEY)
     if call is not None and call.t_send is None:
         call.t_send = time.perf_counter()
+        call.cpu_send = time.thread_time()
 
 
 def _on_received(context: Any = None, **_: Any) -> None:
     call = (context or {}).get(_CONTEXT_KEY)
     if call is not None and call.t_recv is None:
         call.t_recv = time.perf_counter()
+        call.cpu_recv = time.thread_time()
 
 
 def _on_after_call(http_response: Any = None, parsed: Any = None, context: Any = None, **_: Any) -> None:

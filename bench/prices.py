@@ -20,6 +20,7 @@ LAMBDA_VCPU_MB = 1769  # AWS: a function with 1,769 MB has the equivalent of one
 QSTASH_PER_M = 10.0
 SVIX_PER_M = 100.0
 TARGET_PER_M = 3.0
+IDLE_FLOOR_TARGET_MONTH = 4.0  # the stack with no traffic, without its optional dashboard
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,8 @@ class Prices:
     kms_key_month: float = 1.00
     secret_month: float = 0.40
     dashboard_month: float = 3.00
-    alarm_month: float = 0.10
+    alarm_metric_month: float = 0.10  # standard resolution, per metric an alarm watches
+    composite_alarm_month: float = 0.50
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -96,6 +98,7 @@ FUNCTION_IDS = {
     "fanout": "FanoutFunction",
     "dlq": "DlqFunction",
     "compensation": "CompensationFunction",
+    "fanout_dlq": "FanoutDlqFunction",
 }
 
 
@@ -118,17 +121,33 @@ def functions() -> dict[str, FunctionConfig]:
     return out
 
 
+def _alarm_metrics(properties: dict[str, Any]) -> int:
+    """Metrics an alarm is billed for: one, or each metric a metric-math alarm reads."""
+    queries = properties.get("Metrics")
+    if not queries:
+        return 1
+    return sum(1 for query in queries if isinstance(query, dict) and "MetricStat" in query)
+
+
 @cache
-def template_counts() -> dict[str, int]:
-    """Resources with a fixed monthly price."""
-    template = load_template(TEMPLATE)
-    kinds = [str(r.get("Type")) for r in template.resources.values()]
+def template_counts(dashboard: bool | None = None) -> dict[str, int]:
+    """Resources with a fixed monthly price in the stack template.yaml deploys: the resources its
+    Conditions keep (with the dashboard on or off when `dashboard` says, else the default), and
+    every SQS event source of every function, whatever the harness calls it."""
+    overrides = {} if dashboard is None else {"DashboardEnabled": "true" if dashboard else "false"}
+    template = load_template(TEMPLATE, overrides)
+
+    def of_type(kind: str) -> list[dict[str, Any]]:
+        return [r.get("Properties") or {} for r in template.resources.values() if r.get("Type") == kind]
+
     return {
-        "kms_keys": kinds.count("AWS::KMS::Key"),
-        "secrets": kinds.count("AWS::SecretsManager::Secret"),
-        "dashboards": kinds.count("AWS::CloudWatch::Dashboard"),
-        "alarms": kinds.count("AWS::CloudWatch::Alarm"),
-        "sqs_event_sources": sum(len(fn.sqs_batch_sizes) for fn in functions().values()),
+        "kms_keys": len(of_type("AWS::KMS::Key")),
+        "secrets": len(of_type("AWS::SecretsManager::Secret")),
+        "dashboards": len(of_type("AWS::CloudWatch::Dashboard")),
+        "alarms": len(of_type("AWS::CloudWatch::Alarm")),
+        "alarm_metrics": sum(_alarm_metrics(p) for p in of_type("AWS::CloudWatch::Alarm")),
+        "composite_alarms": len(of_type("AWS::CloudWatch::CompositeAlarm")),
+        "sqs_event_sources": sum(len(fn.sqs) for fn in template.functions.values()),
     }
 
 

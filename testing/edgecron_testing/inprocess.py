@@ -237,7 +237,7 @@ class Pump:
         deadline = time.time() + timeout
         quiet_since = time.time()
         while time.time() < deadline:
-            n = self.once("DeliveryQueue", "worker") + self.once("RetryQueue", "worker")
+            n = self.once("DeliveryQueue", "worker")
             total += n
             if n:
                 quiet_since = time.time()

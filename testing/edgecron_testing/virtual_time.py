@@ -74,7 +74,6 @@ class VirtualStack:
                 for queue, function, batch in (
                     ("FanoutQueue", "fanout", 1),
                     ("DeliveryQueue", "worker", 10),
-                    ("RetryQueue", "worker", 10),
                 )
             )
             total += n

@@ -66,6 +66,28 @@ def test_cost_benchmark_produces_figures() -> None:
 
 
 @pytest.mark.slow
+def test_sizing_benchmark_produces_figures() -> None:
+    from bench import prices, sizing
+
+    rows, data = sizing.run(environment(), runs=3)
+    measured = data["functions"]
+    assert set(sizing.MEASURED) <= set(measured)
+    for name, figures in measured.items():
+        function = name.split(" ")[0]
+        assert figures["template_mb"] == prices.functions()[function].memory_mb
+        assert figures["profile"]["invocations"] > 0 and figures["profile"]["cpu_s"] > 0, name
+        assert 0 < figures["rss_mb"] < 1024 and figures["import_s"] > 0
+        durations = [figures["sizes"][mb]["duration_ms"] for mb in sizing.SIZES_MB]
+        assert durations == sorted(durations, reverse=True), name  # more memory, more CPU, less time
+        assert all(
+            _sane(s["usd_per_invocation"]) and s["usd_per_invocation"] > 0 for s in figures["sizes"].values()
+        )
+    assert len(rows) == len(measured) and all(r.bench == "sizing" for r in rows)
+    assert sizing.provisioned_usd_month(1024) > sizing.provisioned_usd_month(512) > 0
+    assert sizing.snapstart_usd_month(512, 0) > 0
+
+
+@pytest.mark.slow
 def test_catchup_benchmark_produces_figures() -> None:
     from bench import catchup
 

@@ -300,7 +300,7 @@ def test_a_delayed_run_is_dispatched_by_the_scan_when_due(
     fixed.advance(3600 - 2)  # due in 2 s: inside the look-ahead window, sent with DelaySeconds=2
     invoke("scan", {"detail": {}})
     fixed.advance(2)
-    assert pump.depth("RetryQueue") == 1
+    assert pump.depth("DeliveryQueue") == 1
     assert pump.deliveries() == 0  # not visible before its due time
     pump.deliveries(quiet_for=3, timeout=10)
     assert get_run(app_key, run["id"])["status"] == "success"

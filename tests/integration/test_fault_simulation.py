@@ -153,7 +153,6 @@ class Simulation:
         for _ in range(3):
             moved = self.consume("FanoutQueue", "fanout")
             moved += self.consume("DeliveryQueue", "worker")
-            moved += self.consume("RetryQueue", "worker")
             if not moved:
                 break
         if self.rng.random() < 0.3:
@@ -191,17 +190,13 @@ class Simulation:
             self.clock.advance(400)
             faults.let_sqs_time_pass()
             self.scan()
-            while (
-                self.consume("FanoutQueue", "fanout")
-                + self.consume("DeliveryQueue", "worker")
-                + self.consume("RetryQueue", "worker")
-            ):
+            while self.consume("FanoutQueue", "fanout") + self.consume("DeliveryQueue", "worker"):
                 pass
             if all(run.status in TERMINAL for run in app_runs(self.app_id)) and not self.queued():
                 return
 
     def queued(self) -> int:
-        return sum(self.pump.depth(q) for q in ("FanoutQueue", "DeliveryQueue", "RetryQueue"))
+        return sum(self.pump.depth(q) for q in ("FanoutQueue", "DeliveryQueue"))
 
     # --- what a user observes ------------------------------------------------------------------
     def check(self) -> None:

@@ -68,7 +68,7 @@ def new_run(key: str, endpoint_id: str, deliver_at: datetime | None = None) -> s
 
 def worker_gets(pool: ThreadPoolExecutor, run_id: str, app_id: str) -> Future[Any]:
     """One worker invocation with the run's message, as SQS hands it over."""
-    event = sqs_event([delivery_message(run_id, app_id)], queue("RetryQueue").arn)
+    event = sqs_event([delivery_message(run_id, app_id)], queue("DeliveryQueue").arn)
     return pool.submit(invoke, "worker", event)
 
 
@@ -271,15 +271,15 @@ def test_a_worker_that_dies_holding_a_lease_blocks_nothing_past_its_claim(
         app_id, ep["id"], dead_run, int(claimed.claim_expires_at), 1, clock.to_ms(clock.now())
     )
     other = new_run(key, ep["id"])
-    invoke("worker", sqs_event([delivery_message(other, app_id)], queue("RetryQueue").arn))
+    invoke("worker", sqs_event([delivery_message(other, app_id)], queue("DeliveryQueue").arn))
     held = call_api("GET", f"/v1/task-runs/{other}", key=key).body
     assert (held["status"], held["attempt_count"]) == ("pending", 0)  # waits, not failed
     assert receiver.received("/one") == []
     fixed.advance(get_settings().claim_sec + 1)  # the dead worker's claim, and so its lease, expired
-    invoke("worker", sqs_event([delivery_message(other, app_id)], queue("RetryQueue").arn))
+    invoke("worker", sqs_event([delivery_message(other, app_id)], queue("DeliveryQueue").arn))
     assert call_api("GET", f"/v1/task-runs/{other}", key=key).body["status"] == "success"
     # the dead worker's run is taken over once its claim expired, and delivered too
-    invoke("worker", sqs_event([delivery_message(dead_run, app_id)], queue("RetryQueue").arn))
+    invoke("worker", sqs_event([delivery_message(dead_run, app_id)], queue("DeliveryQueue").arn))
     assert call_api("GET", f"/v1/task-runs/{dead_run}", key=key).body["status"] == "success"
     assert sorted(r.headers["webhook-id"] for r in receiver.received("/one")) == sorted([dead_run, other])
     assert flow_data.leases(app_id, ep["id"]) == {}
@@ -292,7 +292,7 @@ def test_a_slot_beyond_the_queue_delay_waits_on_the_wake_index(
     ep = endpoint(key, receiver.url("/slow"), max_per_sec=0.01)  # one every 100 s
     run_ids = [new_run(key, ep["id"]) for _ in range(11)]
     for run_id in run_ids:
-        invoke("worker", sqs_event([delivery_message(run_id, app_id)], queue("RetryQueue").arn))
+        invoke("worker", sqs_event([delivery_message(run_id, app_id)], queue("DeliveryQueue").arn))
     assert len(receiver.received("/slow")) == 1
     last = run_data.get(app_id, run_ids[-1], consistent=True)
     assert last is not None
@@ -304,7 +304,7 @@ def test_a_slot_beyond_the_queue_delay_waits_on_the_wake_index(
     )
     assert last.total_attempts == 0 and last.attempt_count == 0
     fixed.advance(1_000)
-    invoke("worker", sqs_event([delivery_message(run_ids[-1], app_id)], queue("RetryQueue").arn))
+    invoke("worker", sqs_event([delivery_message(run_ids[-1], app_id)], queue("DeliveryQueue").arn))
     assert call_api("GET", f"/v1/task-runs/{run_ids[-1]}", key=key).body["status"] == "success"
 
 
@@ -364,7 +364,7 @@ def hold_behind(app_id: str, endpoint_id: str, blocker_id: str, run_id: str) -> 
     assert flow_data.acquire_lease(
         app_id, endpoint_id, blocker_id, int(blocker.claim_expires_at or 0), 1, clock.to_ms(clock.now())
     )
-    invoke("worker", sqs_event([delivery_message(run_id, app_id)], queue("RetryQueue").arn))
+    invoke("worker", sqs_event([delivery_message(run_id, app_id)], queue("DeliveryQueue").arn))
     return run_data.get(app_id, run_id, consistent=True)
 
 

@@ -265,7 +265,7 @@ def test_a_message_without_time_for_an_attempt_is_requeued_unclaimed(
     assert receiver.received("/later") == [] and attempts(app_key, run["id"]) == []
     pending = get_run(app_key, run["id"])
     assert pending["status"] == "pending" and pending["attempt_count"] == 0
-    assert pump.depth("RetryQueue") == 1
+    assert pump.depth("DeliveryQueue") == 1
     pump.deliveries()
     assert get_run(app_key, run["id"])["status"] == "success"
     assert len(receiver.received("/later")) == 1

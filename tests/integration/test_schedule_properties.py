@@ -268,7 +268,7 @@ class ScheduleMachine(RuleBasedStateMachine):
         backend = sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
         now_ms = self._now_ms()
         found = []
-        for logical in ("DeliveryQueue", "RetryQueue"):
+        for logical in ("DeliveryQueue",):
             q = backend.queues[queue(logical).name]
             for m in list(q._messages):
                 run_id = json.loads(m.body)["run_id"]

@@ -122,7 +122,7 @@ def _short(value: Any) -> str:
 
 
 def describe_entry(function: str, index: int, entry: Any) -> str:
-    """`WorkerFunction Policies[3] SQSSendMessagePolicy {QueueName: RetryQueue.QueueName}`."""
+    """`WorkerFunction Policies[3] SQSSendMessagePolicy {QueueName: FanoutQueue.QueueName}`."""
     if isinstance(entry, dict) and len(entry) == 1 and "Statement" not in entry:
         ((name, args),) = entry.items()
         return f"{function} Policies[{index}] {name} {_short(args)}"

@@ -81,7 +81,8 @@ def backlog() -> Backlog | None:
     settings = get_settings()
     waiting, retention_ms = 0, None
     try:
-        for url in (settings.delivery_queue_url, settings.retry_queue_url):
+        # the retry queue may be the delivery queue itself (template.yaml): each queue counted once
+        for url in dict.fromkeys((settings.delivery_queue_url, settings.retry_queue_url)):
             attrs = client("sqs").get_queue_attributes(
                 QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "MessageRetentionPeriod"]
             )["Attributes"]

@@ -3,7 +3,8 @@ fresh interpreter laid out as Lambda lays it out (bench/coldstart.py), and what 
 
 With tracing off the X-Ray SDK stays out; Powertools' parser models of every event source and its
 OpenAPI models stay out of every function (the API imports the latter when a document is asked for);
-the functions that read queues load neither the HTTP API nor Powertools' event handler."""
+the functions other than the API load neither the HTTP API nor Powertools' event handler, and those
+that send no HTTP request no HTTP client."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ OUTSIDE_THE_API = (
     "aws_lambda_powertools.event_handler",
     "edgecron.api",
 )
+# The HTTP client and the SSRF guard of Endpoint URLs: the worker sends, the API checks URLs, the
+# compensation answers CloudFormation; the others only read Endpoints.
+SENDERS = {"worker", "api", "compensation"}
+HTTP_CLIENT = ("requests", "edgecron.services.http_sender", "edgecron.services.target_guard")
 
 
 @cache
@@ -54,6 +59,15 @@ def test_a_handler_imports_no_tracing_sdk_parser_or_openapi_models(name: str) ->
 @pytest.mark.parametrize("name", sorted(set(FUNCTIONS) - {"api"}))
 def test_a_function_other_than_the_api_loads_no_http_api(name: str) -> None:
     assert _under(loaded(name), OUTSIDE_THE_API) == []
+
+
+@pytest.mark.parametrize("name", sorted(set(FUNCTIONS) - SENDERS))
+def test_a_function_that_sends_no_http_request_loads_no_http_client(name: str) -> None:
+    assert _under(loaded(name), HTTP_CLIENT) == []
+
+
+def test_the_worker_loads_its_http_client_with_the_function_not_with_its_first_delivery() -> None:
+    assert "edgecron.services.http_sender" in loaded("worker")
 
 
 def test_with_tracing_on_the_handler_is_traced_by_the_x_ray_sdk() -> None:

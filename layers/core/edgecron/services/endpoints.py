@@ -20,13 +20,16 @@ from edgecron.errors import ConcurrentUpdate, NotFound, ParamInvalid
 from edgecron.schemas.endpoints import EndpointCreate, EndpointUpdate
 from edgecron.services import operational_events
 from edgecron.services.retry_policies import DEFAULT_ID
-from edgecron.services.target_guard import TargetRefused, check_url
 
 ROTATION_OVERLAP_MS = 24 * 3600 * 1000
 
 
 def _check_target(url: str) -> None:
-    """The SSRF guard: scheme, and every address the host resolves to now (400 on refusal)."""
+    """The SSRF guard: scheme, and every address the host resolves to now (400 on refusal). Imported
+    here: the functions that read Endpoints without writing one (the scan, the consumers) never load it
+    or the HTTP client it checks URLs with."""
+    from edgecron.services.target_guard import TargetRefused, check_url
+
     try:
         check_url(url)
     except TargetRefused as exc:

@@ -24,6 +24,8 @@ EVERYWHERE = (
 OUTSIDE_THE_API = (
     "aws_lambda_powertools.event_handler",
     "edgecron.api",
+    "edgecron.schemas.endpoints",  # request models the services name in annotations only
+    "edgecron.schemas.retry_policies",
 )
 # The HTTP client and the SSRF guard of Endpoint URLs: the worker sends, the API checks URLs, the
 # compensation answers CloudFormation; the others only read Endpoints.

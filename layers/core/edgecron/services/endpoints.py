@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgecron import ids
 from edgecron.data import endpoints as data
@@ -17,9 +17,13 @@ from edgecron.domain.endpoints import Endpoint, SealedSecret
 from edgecron.domain.event_filters import is_operational_pattern
 from edgecron.domain.signing import new_secret
 from edgecron.errors import ConcurrentUpdate, NotFound, ParamInvalid
-from edgecron.schemas.endpoints import EndpointCreate, EndpointUpdate
 from edgecron.services import operational_events
 from edgecron.services.retry_policies import DEFAULT_ID
+
+# The API's request models, for their annotations only: the functions that never validate a request
+# (the worker, the scan, the consumers) do not load the API's schemas through this module.
+if TYPE_CHECKING:
+    from edgecron.schemas.endpoints import EndpointCreate, EndpointUpdate
 
 ROTATION_OVERLAP_MS = 24 * 3600 * 1000
 

@@ -11,7 +11,7 @@ function's directory, then the core layer's python/ directory, then the runtime'
 
 The code is loaded from the built artifacts (.aws-sam/build) when they exist and run on this machine,
 else from the source tree (the row says which). The unzipped sizes of the layer and of each function
-come from the built artifacts when present, else from what `make build` would copy.
+are the built artifacts' (without a build, the functions' source directories and no layer figure).
 
 Figures never fail the run: a missed target is a row that says MISSES.
 """
@@ -486,12 +486,14 @@ def rows(data: dict[str, Any]) -> list[Row]:
                 )
             )
     size = data["sizes"]
+    functions_kb = [b / 1000 for b in size["functions_bytes"].values()] or [0.0]
     if "layer_bytes" in size:
         found.append(
             Row(
                 "coldstart",
                 "core layer, unzipped",
-                f"{size['layer_bytes'] / MB:.1f} MB",
+                f"{size['layer_bytes'] / MB:.1f} MB (each function {min(functions_kb):.1f}–"
+                f"{max(functions_kb):.1f} KB)",
                 f"<= {LAYER_TARGET_BYTES / MB:.0f} MB",
                 verdict(size["layer_bytes"] <= LAYER_TARGET_BYTES),
             )

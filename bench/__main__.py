@@ -17,8 +17,9 @@ from typing import Any
 
 from bench.report import RESULTS, Row, machine, table, write
 
-# Run order: the scan benchmark leaves up to 200,000 schedules behind, so nothing in-process runs after it.
-ALL = ("cost", "sizing", "catchup", "throughput", "scaling", "scan", "precision")
+# Run order: the scan benchmark leaves up to 200,000 schedules behind, so nothing in-process runs after it;
+# the cold starts run first, in processes of their own, before this one holds moto and its tables.
+ALL = ("coldstart", "cost", "sizing", "catchup", "throughput", "scaling", "scan", "precision")
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -63,6 +64,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="schedules per measured scan tick, and deliveries per cost scenario when cost is not run "
         "too (default 50; smoke 3)",
     )
+    parser.add_argument(
+        "--coldstart-runs", type=int, help="fresh interpreters per handler import (default 7; smoke 2)"
+    )
+    parser.add_argument(
+        "--coldstart-baseline",
+        type=Path,
+        help="also measure another checkout's cold starts in the same run (e.g. the code before a change)",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS, help="where to write results.json")
     args = parser.parse_args(argv)
     unknown = set(args.only.split(",")) - set(ALL)
@@ -78,6 +87,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.catchup_repeats = args.catchup_repeats or (20 if smoke else 200)
     args.throughput_runs = args.throughput_runs or (10 if smoke else 500)
     args.scaling_size = args.scaling_size or (3 if smoke else 50)
+    args.coldstart_runs = args.coldstart_runs or (2 if smoke else 7)
     return args
 
 
@@ -90,6 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench.inproc import environment
 
         env = environment()  # before anything imports the core package (it reads table names at import)
+
+    def coldstart() -> tuple[list[Row], dict[str, Any]]:
+        from bench import coldstart
+
+        return coldstart.run(args.coldstart_runs, baseline=args.coldstart_baseline)
 
     def cost() -> tuple[list[Row], dict[str, Any]]:
         from bench import cost
@@ -140,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         return rows, data | {"scan_interval_s": args.scan_interval}
 
     runners: dict[str, Callable[[], tuple[list[Row], dict[str, Any]]]] = {
+        "coldstart": coldstart,
         "cost": cost,
         "sizing": sizing,
         "catchup": catchup,

@@ -16,9 +16,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from edgecron.observability import logger, metrics, tracer
 from edgecron.schemas.messages import DeliveryRecord
+from edgecron.services import http_sender  # noqa: F401  (see below)
 from edgecron.services.delivery import DeliveryBatch, deliver
 from edgecron.services.usage import counting_batch
 
+# Every invocation sends: the HTTP client, which edgecron.services.delivery imports when it first sends
+# (so that the scan, which imports it too, does not), is imported above, with the function.
 # A body that does not parse fails its record alone, until SQS moves it to the DLQ.
 processor = AsyncBatchProcessor(event_type=EventType.SQS, model=DeliveryRecord)
 # One thread per record of a full batch: asyncio's default executor has only cpu_count + 4 threads

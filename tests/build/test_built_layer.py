@@ -18,7 +18,7 @@ BUILD = ROOT / ".aws-sam" / "build"
 LAYER = BUILD / "CoreLayer" / "python"
 RUNTIME_PROVIDED = {"boto3", "botocore", "s3transfer"}
 EM_AARCH64 = 183
-LAYER_BUDGET_BYTES = 40 * 1024 * 1024
+LAYER_BUDGET_BYTES = 30_000_000  # 30 MB
 FUNCTION_BUDGET_BYTES = 256 * 1024
 # The extras requested in layers/core/requirements.txt, by distribution.
 REQUESTED_EXTRAS = {"aws-lambda-powertools": {"tracer"}}
@@ -48,6 +48,22 @@ def _elf_machine(path: Path) -> int:
     return machine
 
 
+def _section_names(path: Path) -> set[str]:
+    """The section names of a 64-bit ELF file (from its section header table)."""
+    data = path.read_bytes()
+    order = "<" if data[5] == 1 else ">"
+    shoff: int = struct.unpack_from(f"{order}Q", data, 0x28)[0]
+    entsize, count, names_index = struct.unpack_from(f"{order}HHH", data, 0x3A)
+    headers = [data[shoff + i * entsize : shoff + (i + 1) * entsize] for i in range(count)]
+    names_offset: int = struct.unpack_from(f"{order}Q", headers[names_index], 0x18)[0]
+    found = set()
+    for header in headers:
+        name: int = struct.unpack_from(f"{order}I", header, 0)[0]
+        end = data.index(b"\0", names_offset + name)
+        found.add(data[names_offset + name : end].decode())
+    return found
+
+
 def _distributions() -> dict[str, list[str]]:
     """name -> Requires-Dist lines, for each distribution installed in the layer."""
     found: dict[str, list[str]] = {}
@@ -64,6 +80,14 @@ def test_every_native_extension_in_the_layer_is_aarch64() -> None:
     native = [p for p in LAYER.rglob("*") if p.is_file() and (p.suffix == ".so" or ".so." in p.name)]
     assert native, "the layer has no native extensions: is it built?"
     assert {str(p.relative_to(LAYER)): _elf_machine(p) for p in native if _elf_machine(p) != EM_AARCH64} == {}
+
+
+def test_native_extensions_ship_no_symbol_table() -> None:
+    """Stripped (layers/core/Makefile): Lambda loads them through their dynamic symbols alone."""
+    native = [p for p in LAYER.rglob("*.so") if p.is_file()]
+    assert native
+    assert [str(p.relative_to(LAYER)) for p in native if ".symtab" in _section_names(p)] == []
+    assert all(".dynsym" in _section_names(p) for p in native)
 
 
 def test_the_layer_ships_no_aws_sdk_of_its_own() -> None:
@@ -92,6 +116,7 @@ def test_the_layer_holds_everything_its_packages_require() -> None:
 
 def test_the_layer_contains_the_core_package_without_bytecode() -> None:
     assert (LAYER / "edgecron" / "__init__.py").is_file()
+    assert not [p for p in LAYER.glob("*/tests") if p.is_dir()]  # the packages' own test suites
     assert (LAYER / "edgecron" / "api" / "resolver.py").is_file()
     assert list((LAYER / "edgecron" / "console" / "assets").iterdir())
     assert not list((LAYER / "edgecron").rglob("__pycache__"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -23,7 +24,7 @@ from edgecron.domain.vocabulary import RunStatus
 from edgecron.services import endpoints as endpoint_service
 from edgecron.services import retry_policies as policy_service
 from edgecron_testing.aws_fidelity import IndexTime
-from edgecron_testing.harness import call_api, timeout_sec
+from edgecron_testing.harness import call_api, load_function, timeout_sec
 from edgecron_testing.inprocess import app_of_run
 from tests.integration.conftest import app_runs, new_app
 
@@ -226,10 +227,17 @@ class RecordingProvider:
 def test_traces_never_hold_api_keys_or_signing_secrets(
     monkeypatch: pytest.MonkeyPatch, admin_key: str
 ) -> None:
-    from edgecron.observability import tracer
+    """The API handler as a deployed function traces it (here the tests' tracing is off, so a Tracer
+    recording into `provider` is built, and the handler module loaded anew with it)."""
+    from aws_lambda_powertools import Tracer
+
+    from edgecron import observability
 
     provider = RecordingProvider()
-    monkeypatch.setattr(tracer, "provider", provider)
+    monkeypatch.setattr(observability, "tracer", Tracer(service="edgecron", provider=provider))  # type: ignore[arg-type]
+    load_function("api")  # the handler module as the other tests use it: put back after this one
+    monkeypatch.delitem(sys.modules, "edgecron_fn_api")
+    assert load_function("api").tracer is observability.tracer
     app = call_api("POST", "/v1/apps", body={"name": "traced"}, key=admin_key)
     assert app.status == 201
     key = app.body["api_key"]

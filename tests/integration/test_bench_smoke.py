@@ -111,3 +111,25 @@ def test_scan_benchmark_produces_figures() -> None:
         assert all(m["dynamodb_requests"] > 0 and m["rru"] > 0 for m in result["measurements"])
         assert _sane(result["ratio_requests"]) and _sane(result["ratio_rru"])
     assert len(rows) == 2
+
+
+@pytest.mark.slow
+def test_coldstart_benchmark_produces_figures() -> None:
+    from bench import coldstart
+
+    rows, data = coldstart.run(1)
+    names = {f.name for f in coldstart.functions()}
+    measured = data["functions"]["this"]
+    assert set(measured) == names
+    for figures in measured.values():
+        assert figures["import_ms"]["median"] > 0 and figures["rss_import_mb"] > 0
+        assert figures["tracing_on"]["import_ms"]["median"] > 0
+        first = figures["first_invocation"]
+        assert first["invoke_ms"] > 0 and first["rss_invoke_mb"] >= first["rss_import_mb"] > 0
+    assert data["boto3_floor"]["import_ms"]["median"] > 0
+    # each first invocation did its work: the worker's run reached the receiver, the API answered
+    assert measured["worker"]["first_invocation"]["result"] == {"batchItemFailures": []}
+    assert data["receiver_requests"] >= 1
+    assert measured["api"]["first_invocation"]["result"]["statusCode"] == 200
+    assert measured["compensation"]["first_invocation"]["result"]["Status"] == "SUCCESS"
+    assert len([r for r in rows if r.case.endswith(("(source)", "(built)"))]) == len(names)

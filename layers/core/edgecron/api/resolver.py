@@ -6,11 +6,14 @@ import binascii
 import json
 import re
 from contextvars import ContextVar
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+import aws_lambda_powertools.event_handler
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, SecurityScheme
 from pydantic import ValidationError
 
 from edgecron import __version__, clock
@@ -35,6 +38,9 @@ from edgecron.schemas.common import MAX_BODY_BYTES, MAX_JSON_DEPTH
 from edgecron.services import apps as app_service
 from edgecron.services import rate_limits as rate_service
 
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.openapi.models import SecurityScheme
+
 ROUTERS = [
     apps.router,
     endpoints.router,
@@ -50,11 +56,20 @@ ROUTERS = [
 TITLE = "EdgeCron API"
 ADMIN_PREFIX = "/v1/apps"
 ACCOUNT_PATH = "/v1/account"  # answers to the admin key as well as to App keys
-SECURITY: dict[str, SecurityScheme] = {
-    "bearerAuth": HTTPBearer(
-        description="an App API key (ek_…) or, for /v1/apps and /v1/account, the admin key"
-    )
-}
+SWAGGER_UI = Path(aws_lambda_powertools.event_handler.__file__).parent / "openapi" / "swagger_ui"
+
+
+@cache
+def security() -> dict[str, SecurityScheme]:
+    """The OpenAPI document's security scheme. Powertools' OpenAPI models (a pydantic model of every
+    part of an OpenAPI document) are imported here, when a document is asked for, not at cold start."""
+    from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+
+    return {
+        "bearerAuth": HTTPBearer(
+            description="an App API key (ek_…) or, for /v1/apps and /v1/account, the admin key"
+        )
+    }
 
 
 def _bearer(headers: dict[str, str]) -> str | None:
@@ -249,11 +264,13 @@ def build_api() -> APIGatewayHttpResolver:
         refused = _refusal(api)
         return refused if refused is not None else _validation_error(exc)
 
-    routes = _route_table(api)
+    routes: list[tuple[re.Pattern[str], set[str]]] = []  # from the OpenAPI document, on the first 404
 
     @api.not_found
     def _not_found(_: Exception) -> Response[str]:
         path, method = api.current_event.path, api.current_event.http_method.upper()
+        if not routes:
+            routes.extend(_route_table(api))
         allowed = sorted({m for pattern, methods in routes for m in methods if pattern.fullmatch(path)})
         if allowed and method not in allowed:
             response = error_response(
@@ -276,13 +293,9 @@ def build_api() -> APIGatewayHttpResolver:
         logger.exception("unhandled error")
         return json_response(500, {"error": {"code": "INTERNAL", "message": "internal error"}})
 
-    api.enable_swagger(
-        path="/docs",
-        title=TITLE,
-        version=__version__,
-        security_schemes=SECURITY,
-        security=[{"bearerAuth": []}],
-    )
+    @api.get("/docs", include_in_schema=False)
+    def _docs() -> Response[str]:
+        return docs_page(api)
 
     @api.get("/openapi.json", include_in_schema=False)
     def _openapi() -> Response[str]:
@@ -320,5 +333,26 @@ def openapi_json(api: APIGatewayHttpResolver) -> str:
 
 def _raw_openapi(api: APIGatewayHttpResolver) -> str:
     return api.get_openapi_json_schema(
-        title=TITLE, version=__version__, security_schemes=SECURITY, security=[{"bearerAuth": []}]
+        title=TITLE, version=__version__, security_schemes=security(), security=[{"bearerAuth": []}]
     )
+
+
+def docs_page(api: APIGatewayHttpResolver) -> Response[str]:
+    """The Swagger UI page of the OpenAPI document (Powertools' page, its script and style inline);
+    `?format=json` answers the document it shows, `?format=oauth2-redirect` Swagger UI's OAuth2 page."""
+    from aws_lambda_powertools.event_handler.openapi.swagger_ui import (
+        generate_oauth2_redirect_html,
+        generate_swagger_html,
+    )
+
+    query = api.current_event.query_string_parameters or {}
+    if query.get("format") == "oauth2-redirect":
+        return Response(status_code=200, content_type="text/html", body=generate_oauth2_redirect_html())
+    # Escaped so that no "</script>" inside the document can end the page's script element.
+    spec = openapi_json(api).replace("</", "<\\/")
+    if query.get("format") == "json":
+        return Response(status_code=200, content_type="application/json", body=spec)
+    script = (SWAGGER_UI / "swagger-ui-bundle.min.js").read_text(encoding="utf-8")
+    style = (SWAGGER_UI / "swagger-ui.min.css").read_text(encoding="utf-8")
+    page = generate_swagger_html(spec, script, style, "", None)
+    return Response(status_code=200, content_type="text/html", body=page)

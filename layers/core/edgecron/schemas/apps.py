@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from edgecron.domain.api_keys import DEFAULT_GRACE_SEC, MAX_GRACE_SEC
 from edgecron.domain.vocabulary import KeyRole
-from edgecron.schemas.common import Name, Page, Strict
+from edgecron.schemas.common import Model, Name, Page, Strict
 
 
 class AppCreate(Strict):
@@ -21,19 +21,19 @@ class AppCreate(Strict):
     )
 
 
-class AppOut(BaseModel):
+class AppOut(Model):
     id: str
     name: str
     monthly_quota: int | None
     created_at: str
 
 
-class AppCreated(BaseModel):
+class AppCreated(Model):
     app: AppOut
     api_key: str = Field(description="shown once; stored only as a hash")
 
 
-class AccountOut(BaseModel):
+class AccountOut(Model):
     role: KeyRole = Field(description="admin: the operator's admin key; app: an App API key")
     app_id: str | None = Field(description="the App of an App key; null for the admin key")
 
@@ -55,7 +55,7 @@ class KeyRotate(Strict):
     )
 
 
-class KeyOut(BaseModel):
+class KeyOut(Model):
     id: str = Field(description="names the key in these routes; the key itself is never shown again")
     prefix: str = Field(description="the key's first characters, to recognise it")
     name: str | None
@@ -70,12 +70,12 @@ class KeyPage(Page[KeyOut]):
     pass
 
 
-class KeyCreated(BaseModel):
+class KeyCreated(Model):
     key: KeyOut
     api_key: str = Field(description="shown once; stored only as a hash")
 
 
-class KeyRotated(BaseModel):
+class KeyRotated(Model):
     key: KeyOut = Field(description="the new key")
     api_key: str = Field(description="the new key, shown once; stored only as a hash")
     previous: KeyOut | None = Field(

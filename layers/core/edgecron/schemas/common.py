@@ -30,14 +30,23 @@ JsonPayload = Any
 FromText = PydanticStrict(False)
 
 
-class Strict(BaseModel):
+class Model(BaseModel):
+    """A model of the HTTP API. Its validator and serializer are built when it is first used
+    (`defer_build`), not when its module is imported: the API function builds the models of the routes
+    its requests reach, and a function that imports a schema module for a limit or a type never
+    builds models it does not validate."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class Strict(Model):
     """Unknown fields are an error, so a typo never silently does nothing; types are strict, so
     `true` is not the integer 1 and `"5"` or `5.0` is not the integer 5."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-class Page[Item](BaseModel):
+class Page[Item](Model):
     """One page of a list: its items, and where the next page starts."""
 
     data: list[Item]

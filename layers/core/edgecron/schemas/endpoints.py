@@ -7,7 +7,6 @@ from typing import Annotated
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     Field,
     StrictBool,
     StringConstraints,
@@ -25,7 +24,17 @@ from edgecron.domain.endpoint_health import (
 from edgecron.domain.flow_control import MAX_IN_FLIGHT, MAX_PER_SEC, MIN_PER_SEC
 from edgecron.domain.http_headers import header_problem
 from edgecron.domain.vocabulary import DisabledReason, HealthState, HttpMethod
-from edgecron.schemas.common import Description, FromText, Id, NotNull, Page, Rfc3339, Strict, unchanged
+from edgecron.schemas.common import (
+    Description,
+    FromText,
+    Id,
+    Model,
+    NotNull,
+    Page,
+    Rfc3339,
+    Strict,
+    unchanged,
+)
 
 MAX_URL = 2048
 MAX_HEADERS = 20
@@ -157,14 +166,14 @@ class EndpointUpdate(Strict):
     max_in_flight: MaxInFlight | None = Field(default=None, description="null removes the limit")
 
 
-class EndpointHealthOut(BaseModel):
+class EndpointHealthOut(Model):
     state: HealthState
     consecutive_failures: int = Field(description="failed or dead-lettered runs in a row")
     failing_since: str | None = Field(description="when the first run of the failing streak ended")
     last_success_at: str | None = Field(description="the last successful run, to the minute")
 
 
-class EndpointOut(BaseModel):
+class EndpointOut(Model):
     id: str
     url: str
     description: str | None
@@ -205,7 +214,7 @@ class RecoverRequest(Strict):
     )
 
 
-class RecoverResult(BaseModel):
+class RecoverResult(Model):
     recovered: int = Field(description="runs re-sent by this call, each as a new attempt series")
     has_more: bool = Field(description="more runs may match: call again with next_cursor")
     next_cursor: str | None = Field(default=None, description="where the next call resumes")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, Field, StringConstraints, WithJsonSchema
+from pydantic import AfterValidator, Field, StringConstraints, WithJsonSchema
 
 from edgecron.domain.event_filters import MAX_NAME_LENGTH, NAME_PATTERN, validate_name
 from edgecron.domain.vocabulary import FanoutStatus, RunStatus
-from edgecron.schemas.common import Page, Strict
+from edgecron.schemas.common import Model, Page, Strict
 
 EventName = Annotated[
     str,
@@ -34,7 +34,7 @@ class EventCreate(Strict):
     payload: Any = Field(default=None, description="any JSON value; delivered as the `data` of the envelope")
 
 
-class EventOut(BaseModel):
+class EventOut(Model):
     id: str
     name: str
     idempotency_key: str | None
@@ -48,7 +48,7 @@ class EventOut(BaseModel):
     payload: Any = None
 
 
-class EventDelivery(BaseModel):
+class EventDelivery(Model):
     endpoint_id: str
     task_run_id: str
     status: RunStatus | None = Field(description="the Task Run's status; null if it expired")
@@ -64,7 +64,7 @@ class EventDetail(EventOut):
     )
 
 
-class EventSummary(BaseModel):
+class EventSummary(Model):
     id: str
     name: str
     idempotency_key: str | None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Self
 
-from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -24,6 +23,7 @@ from pydantic import (
 )
 
 from edgecron.schemas.common import Id
+from edgecron.schemas.sqs import SqsRecord
 
 Count = Annotated[int, Field(ge=0)]  # strict: `true`, `"5"` and `5.0` are not counts
 Cursor = Annotated[str, StringConstraints(max_length=2048)]
@@ -121,27 +121,27 @@ FanoutBody = Annotated[
 ]
 
 
-class DeliveryRecord(SqsRecordModel):
+class DeliveryRecord(SqsRecord):
     body: Json[DeliveryBody]  # type: ignore[assignment]
 
 
-class FanoutRecord(SqsRecordModel):
+class FanoutRecord(SqsRecord):
     body: Json[FanoutBody]  # type: ignore[assignment]
 
 
-class DeliveryDeadLetter(SqsRecordModel):
+class DeliveryDeadLetter(SqsRecord):
     """A record of the delivery DLQ: its message, or the text of one that does not parse."""
 
     body: Json[DeliveryBody] | str = Field(union_mode="left_to_right")  # type: ignore[assignment]
 
 
-class FanoutDeadLetter(SqsRecordModel):
+class FanoutDeadLetter(SqsRecord):
     """A record of the fan-out DLQ: its message, or the text of one that does not parse."""
 
     body: Json[FanoutBody] | str = Field(union_mode="left_to_right")  # type: ignore[assignment]
 
 
-def receive_count(record: SqsRecordModel) -> int:
+def receive_count(record: SqsRecord) -> int:
     """How many times SQS handed the message out (0 when the attribute is not a number)."""
     text = record.attributes.ApproximateReceiveCount
     return int(text) if text.isdecimal() and len(text) < 10 else 0

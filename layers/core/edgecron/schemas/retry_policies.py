@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import Field, StrictBool
 
 from edgecron.domain.vocabulary import RetryStrategy
-from edgecron.schemas.common import FromText, Name, NotNull, Page, Strict, unchanged
+from edgecron.schemas.common import FromText, Model, Name, NotNull, Page, Strict, unchanged
 
 
 class RetryPolicyCreate(Strict):
@@ -30,7 +30,7 @@ class RetryPolicyUpdate(Strict):
     jitter: StrictBool | NotNull = unchanged()
 
 
-class RetryPolicyOut(BaseModel):
+class RetryPolicyOut(Model):
     id: str
     name: str | None
     strategy: RetryStrategy

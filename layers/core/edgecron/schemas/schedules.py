@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints
 
 from edgecron.domain.cron import check_steps, check_zone_name
 from edgecron.domain.jitter import JITTER_MAX_SEC
 from edgecron.domain.vocabulary import FireStatus, MissedPolicy, OverlapPolicy, RunStatus, ScheduleStatus
-from edgecron.schemas.common import FromText, Id, Name, NotNull, Page, Rfc3339, Strict, unchanged
+from edgecron.schemas.common import FromText, Id, Model, Name, NotNull, Page, Rfc3339, Strict, unchanged
 
 CronExpr = Annotated[
     str, StringConstraints(min_length=1, max_length=256, strip_whitespace=True), AfterValidator(check_steps)
@@ -87,7 +87,7 @@ class PauseRequest(Strict):
     )
 
 
-class ScheduleOut(BaseModel):
+class ScheduleOut(Model):
     id: str
     name: str | None
     cron: str | None
@@ -127,7 +127,7 @@ class SchedulePage(Page[ScheduleOut]):
     pass
 
 
-class FireRunOut(BaseModel):
+class FireRunOut(Model):
     id: str
     endpoint_id: str
     status: RunStatus
@@ -136,7 +136,7 @@ class FireRunOut(BaseModel):
     last_error: str | None
 
 
-class FireOut(BaseModel):
+class FireOut(Model):
     fire_time: str
     manual: bool = Field(description="triggered by hand (POST .../trigger), not at a cron time")
     due_at: str = Field(description="when its runs are due: fire_time plus the jitter offset")
@@ -152,7 +152,7 @@ class FireList(Page[FireOut]):
     pass
 
 
-class NotificationOut(BaseModel):
+class NotificationOut(Model):
     id: str
     kind: str
     title: str
@@ -165,7 +165,7 @@ class NotificationPage(Page[NotificationOut]):
     pass
 
 
-class UsageOut(BaseModel):
+class UsageOut(Model):
     month: str
     schedule: int
     event: int

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from edgecron.domain.vocabulary import ErrorKind, RunStatus, Source
-from edgecron.schemas.common import FromText, Id, Page, Rfc3339, Strict
+from edgecron.schemas.common import FromText, Id, Model, Page, Rfc3339, Strict
 
 MAX_RUN_DELAY_SEC = 365 * 86_400  # how far ahead a direct run may be due (delay_sec or deliver_at)
 
@@ -23,7 +23,7 @@ class TaskRunCreate(Strict):
     )
 
 
-class TaskRunSummary(BaseModel):
+class TaskRunSummary(Model):
     """A Task Run as a list shows it: without its payload."""
 
     id: str
@@ -53,7 +53,7 @@ class TaskRunPage(Page[TaskRunSummary]):
     pass
 
 
-class AttemptOut(BaseModel):
+class AttemptOut(Model):
     attempt_number: int
     series: int
     sequence: int
@@ -88,7 +88,7 @@ class DeadLetterFilter(Strict):
     )
 
 
-class ReplayResult(BaseModel):
+class ReplayResult(Model):
     replayed: int
     skipped: int
     has_more: bool = Field(description="more dead letters may match: call again with next_cursor")

@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from edgecron import clock
 from edgecron.config import get_settings
@@ -58,8 +58,10 @@ from edgecron.observability import (
 from edgecron.services import endpoint_health, operational_events
 from edgecron.services import endpoints as endpoint_service
 from edgecron.services.fires import settle
-from edgecron.services.http_sender import USER_AGENT, HttpOutcome, send
 from edgecron.services.retry_policies import resolve_spec
+
+if TYPE_CHECKING:
+    from edgecron.services.http_sender import HttpOutcome
 
 _rng = random.SystemRandom()
 EARLY_MS = 1_000  # how early a message may be claimed (SQS delays are whole seconds)
@@ -344,6 +346,10 @@ def _custom_headers(endpoint: Endpoint) -> tuple[dict[str, str], str | None]:
 
 
 def _attempt(ctx: DeliveryContext, endpoint: Endpoint, now_ms: int, ends_by: float | None) -> HttpOutcome:
+    # The HTTP client is the worker's alone (functions/worker/app.py loads it at its start): the scan,
+    # which imports this module to record lost attempts, never loads it.
+    from edgecron.services.http_sender import USER_AGENT, HttpOutcome, send
+
     run = ctx.run
     custom, problem = _custom_headers(endpoint)
     if problem is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgecron import ids
 from edgecron.data import endpoints as data
@@ -17,16 +17,23 @@ from edgecron.domain.endpoints import Endpoint, SealedSecret
 from edgecron.domain.event_filters import is_operational_pattern
 from edgecron.domain.signing import new_secret
 from edgecron.errors import NotFound, ParamInvalid
-from edgecron.schemas.endpoints import EndpointCreate, EndpointUpdate
 from edgecron.services import operational_events
 from edgecron.services.retry_policies import DEFAULT_ID
-from edgecron.services.target_guard import TargetRefused, check_url
+
+# The API's request models, for their annotations only: the functions that never validate a request
+# (the worker, the scan, the consumers) do not load the API's schemas through this module.
+if TYPE_CHECKING:
+    from edgecron.schemas.endpoints import EndpointCreate, EndpointUpdate
 
 ROTATION_OVERLAP_MS = 24 * 3600 * 1000
 
 
 def _check_target(url: str) -> None:
-    """The SSRF guard: scheme, and every address the host resolves to now (400 on refusal)."""
+    """The SSRF guard: scheme, and every address the host resolves to now (400 on refusal). Imported
+    here: the functions that read Endpoints without writing one (the scan, the consumers) never load it
+    or the HTTP client it checks URLs with."""
+    from edgecron.services.target_guard import TargetRefused, check_url
+
     try:
         check_url(url)
     except TargetRefused as exc:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgecron import ids
 from edgecron.data import endpoints as endpoint_data
@@ -14,7 +14,11 @@ from edgecron.domain.retry import DEFAULT_POLICY, RetryPolicySpec
 from edgecron.domain.retry_policies import RetryPolicy
 from edgecron.domain.vocabulary import RetryStrategy
 from edgecron.errors import Conflict, NotFound, ParamInvalid
-from edgecron.schemas.retry_policies import RetryPolicyCreate, RetryPolicyUpdate
+
+# The API's request models, for their annotations only: the functions that never validate a request
+# (the worker, the scan, the consumers) do not load the API's schemas through this module.
+if TYPE_CHECKING:
+    from edgecron.schemas.retry_policies import RetryPolicyCreate, RetryPolicyUpdate
 
 DEFAULT_ID = "default"
 

@@ -1,0 +1,77 @@
+"""A function's cold start imports only what that function uses: each handler module is imported in a
+fresh interpreter laid out as Lambda lays it out (bench/coldstart.py), and what it loaded is checked.
+
+With tracing off the X-Ray SDK stays out; Powertools' parser models of every event source and its
+OpenAPI models stay out of every function (the API imports the latter when a document is asked for);
+the functions other than the API load neither the HTTP API nor Powertools' event handler, and those
+that send no HTTP request no HTTP client."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from bench import coldstart
+
+FUNCTIONS = {f.name: f for f in coldstart.functions()}
+EVERYWHERE = (
+    "aws_xray_sdk",  # tracing is off
+    "aws_lambda_powertools.utilities.parser",  # the SQS records are edgecron.schemas.sqs
+    "aws_lambda_powertools.event_handler.openapi.models",  # built for /openapi.json and /docs only
+)
+OUTSIDE_THE_API = (
+    "aws_lambda_powertools.event_handler",
+    "edgecron.api",
+    "edgecron.schemas.endpoints",  # request models the services name in annotations only
+    "edgecron.schemas.retry_policies",
+)
+# The HTTP client and the SSRF guard of Endpoint URLs: the worker sends, the API checks URLs, the
+# compensation answers CloudFormation; the others only read Endpoints.
+SENDERS = {"worker", "api", "compensation"}
+HTTP_CLIENT = ("requests", "edgecron.services.http_sender", "edgecron.services.target_guard")
+
+
+@cache
+def loaded(name: str, *, tracing: bool = False) -> frozenset[str]:
+    """The modules in sys.modules once functions/<name>/app.py is imported in a fresh interpreter."""
+    fn = FUNCTIONS[name]
+    tree = coldstart.layout(list(FUNCTIONS.values()))
+    dirs: list[Path] = [tree.function_dirs[name], tree.layer_dir]
+    answer = coldstart.probe(dirs, coldstart.lambda_environment(fn, {}, tracing=tracing), modules=True)
+    return frozenset(answer["modules"])
+
+
+def _under(modules: frozenset[str], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+def test_every_function_of_the_template_is_checked() -> None:
+    assert set(FUNCTIONS) >= {"api", "worker", "scan", "fanout", "dlq", "fanout_dlq", "compensation"}
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_a_handler_imports_no_tracing_sdk_parser_or_openapi_models(name: str) -> None:
+    modules = loaded(name)
+    assert "app" in modules and "edgecron.observability" in modules  # the handler was imported
+    assert _under(modules, EVERYWHERE) == []
+
+
+@pytest.mark.parametrize("name", sorted(set(FUNCTIONS) - {"api"}))
+def test_a_function_other_than_the_api_loads_no_http_api(name: str) -> None:
+    assert _under(loaded(name), OUTSIDE_THE_API) == []
+
+
+@pytest.mark.parametrize("name", sorted(set(FUNCTIONS) - SENDERS))
+def test_a_function_that_sends_no_http_request_loads_no_http_client(name: str) -> None:
+    assert _under(loaded(name), HTTP_CLIENT) == []
+
+
+def test_the_worker_loads_its_http_client_with_the_function_not_with_its_first_delivery() -> None:
+    assert "edgecron.services.http_sender" in loaded("worker")
+
+
+def test_with_tracing_on_the_handler_is_traced_by_the_x_ray_sdk() -> None:
+    """The other side of the first check: where a deployed function traces, the Tracer is built."""
+    assert "aws_xray_sdk.core" in loaded("worker", tracing=True)

@@ -26,6 +26,7 @@ OUTSIDE_THE_API = (
     "edgecron.api",
     "edgecron.schemas.endpoints",  # request models the services name in annotations only
     "edgecron.schemas.retry_policies",
+    "edgecron.schemas.schedules",  # the schedule API's models: the fire pipeline reads domain limits
 )
 # The HTTP client and the SSRF guard of Endpoint URLs: the worker sends, the API checks URLs, the
 # compensation answers CloudFormation; the others only read Endpoints.

@@ -12,6 +12,8 @@ from edgecron import clock
 from edgecron.domain import cron as cron_rules
 from edgecron.domain.vocabulary import MissedPolicy, OverlapPolicy, ScheduleStatus
 
+PAUSE_REASON_MAX = 500  # characters of a pause reason (a user's, or the failure that auto-paused it)
+
 
 @dataclass(frozen=True)
 class Schedule:

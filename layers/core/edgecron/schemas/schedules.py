@@ -8,6 +8,7 @@ from pydantic import AfterValidator, Field, StringConstraints
 
 from edgecron.domain.cron import check_steps, check_zone_name
 from edgecron.domain.jitter import JITTER_MAX_SEC
+from edgecron.domain.schedules import PAUSE_REASON_MAX
 from edgecron.domain.vocabulary import FireStatus, MissedPolicy, OverlapPolicy, RunStatus, ScheduleStatus
 from edgecron.schemas.common import FromText, Id, Model, Name, NotNull, Page, Rfc3339, Strict, unchanged
 
@@ -76,9 +77,6 @@ class ScheduleUpdate(Strict):
     overlap_policy: Annotated[OverlapPolicy, FromText] | None = Field(
         default=None, description=OVERLAP_DOC + "; null = ALLOW"
     )
-
-
-PAUSE_REASON_MAX = 500
 
 
 class PauseRequest(Strict):

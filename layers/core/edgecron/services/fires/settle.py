@@ -13,7 +13,7 @@ from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.domain import run_states as st
 from edgecron.domain.fires import Fire
-from edgecron.domain.schedules import Schedule
+from edgecron.domain.schedules import PAUSE_REASON_MAX, Schedule
 from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import (
     FireStatus,
@@ -24,7 +24,6 @@ from edgecron.domain.vocabulary import (
     Source,
 )
 from edgecron.observability import AUTO_PAUSED, count, logger
-from edgecron.schemas.schedules import PAUSE_REASON_MAX
 from edgecron.services import operational_events
 from edgecron.services.fires import turns
 

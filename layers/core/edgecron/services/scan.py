@@ -218,6 +218,8 @@ def _check_app(
         after = batch[-1].run_id if stopped else read.last_id
         if not tick.rebuild:  # counted with the mark's move past them (a rebuild counts nothing)
             seen = run_checks.mark_checked(app_id, after, usage.checked_counts(batch), seen)
+            if seen is None:
+                return  # another tick moved the mark past these runs first: they are its to count
             moved = True
         if stopped:
             return  # the App's later runs wait for the next tick, which starts at the failed one

@@ -21,8 +21,11 @@ The same seed gives the same workload, and each call the same fault decision (dr
 the call's kind and how many calls of that kind came before it).
 A few seeds run here; `make soak` runs many (EDGECRON_SOAK_SEEDS=n: seeds 1 to n).
 
+One Endpoint answers 500 to everything: its runs retry (3 attempts, 5 s apart) and wait as dead
+letters, and the client replays some of them.
+
 Not exercised here: schedules and their Fires (every-minute, every-few-seconds, broadcast, paused and
-resumed), dead-letter replays, retries of failing receivers, a scan outage with a deploy, and two
+resumed), a scan outage with a deploy, and two
 scan ticks that overlap in time (integration/test_usage_exact.py covers an overlapping check)."""
 
 from __future__ import annotations
@@ -41,10 +44,16 @@ import pytest
 from edgecron import clock
 from edgecron_testing import faults
 from edgecron_testing.harness import ApiResponse, call_api, invoke, load_event, sqs_event, timeout_sec
-from edgecron_testing.receiver import Receiver
+from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import ADMIN_KEY, Pump, app_runs, new_app, queue
 
-FILTERS = {"invoices": ["invoice.*"], "all": ["*"], "users": ["user.created"], "direct-only": []}
+FILTERS = {
+    "invoices": ["invoice.*"],
+    "all": ["*"],
+    "users": ["user.created"],
+    "direct-only": [],
+    "failing": [],  # answers 500 to every request: its runs retry, then wait as dead letters
+}
 EVENT_NAMES = ["invoice.paid", "invoice.voided", "user.created", "order.shipped"]
 TERMINAL = {"success", "failed", "dead_letter", "cancelled"}
 FAULTED = ("api", "worker", "fanout", "scan")
@@ -69,6 +78,7 @@ class Outcome:
     events: int = 0
     deliveries: int = 0
     client_retries: int = 0
+    replays: int = 0
     violations: list[str] = field(default_factory=list)
 
     def summary(self) -> tuple[Any, ...]:
@@ -94,13 +104,20 @@ class Simulation:
             )
             assert resp.status == 200, resp.body
         self.endpoints: dict[str, str] = {}  # endpoint id -> its filter name
+        resp = call_api(
+            "POST",
+            "/v1/retry-policies",
+            key=self.key,
+            body={"max_attempts": 3, "base_delay_sec": 5, "max_delay_sec": 5},
+        )
+        assert resp.status == 201, resp.body
+        policy_id = resp.body["id"]
+        receiver.script("/failing", *[Reply(500)] * 10_000)
         for name, filters in FILTERS.items():
-            resp = call_api(
-                "POST",
-                "/v1/endpoints",
-                key=self.key,
-                body={"url": receiver.url(f"/{name}"), "filter_events": filters},
-            )
+            body: dict[str, Any] = {"url": receiver.url(f"/{name}"), "filter_events": filters}
+            if name == "failing":
+                body["retry_policy_id"] = policy_id
+            resp = call_api("POST", "/v1/endpoints", key=self.key, body=body)
             assert resp.status == 201, resp.body
             self.endpoints[resp.body["id"]] = name
         self.direct: dict[str, str] = {}  # acknowledged direct run id -> endpoint id
@@ -148,6 +165,19 @@ class Simulation:
         if resp is not None and resp.status == 200:
             self.cancelled_at[run_id] = time.time()
 
+    def replay_dead_letter(self, *, every: bool = False) -> None:
+        """Replay one of the failing Endpoint's runs that waits as a dead letter, if one does
+        (`every`: each of them)."""
+        failing = [rid for rid, ep in self.direct.items() if self.endpoints[ep] == "failing"]
+        for run_id in failing:
+            resp = call_api("GET", f"/v1/task-runs/{run_id}", key=self.key)
+            if resp.status == 200 and resp.body["status"] == "dead_letter":
+                answer = self.request("POST", f"/v1/dead-letters/{run_id}/replay")
+                if answer is not None and answer.status == 200:
+                    self.outcome.replays += 1
+                if not every:
+                    return
+
     def publish(self) -> None:
         name = self.rng.choice(EVENT_NAMES)
         self.serial += 1
@@ -161,6 +191,8 @@ class Simulation:
     def tick(self, *, seconds: float) -> None:
         """Time passes: the queues' consumers run, sometimes a scan."""
         self.clock.advance(seconds)
+        if seconds >= 5:  # SQS's delays (retries) run out too
+            faults.let_sqs_time_pass()
         for _ in range(3):
             moved = self.consume("FanoutQueue", "fanout")
             moved += self.consume("DeliveryQueue", "worker")
@@ -289,11 +321,17 @@ def _simulate(seed: int, receiver: Receiver, operations: int, rate: float) -> Ou
         f.random(random.Random(seed * 7919), rate, functions=FAULTED)
         for _ in range(operations):
             roll = sim.rng.random()
-            if roll < 0.55:
+            if roll < 0.5:
                 sim.create_direct()
+            elif roll < 0.62:
+                sim.replay_dead_letter()
             else:
                 sim.publish()
             sim.tick(seconds=sim.rng.choice([0, 1, 5, 20, 70]))
+        sim.clock.advance(60)  # the failing Endpoint's last retries fall due
+        faults.let_sqs_time_pass()
+        sim.tick(seconds=0)
+        sim.replay_dead_letter(every=True)
         f.stop()
         sim.quiesce()
         sim.check()
@@ -308,7 +346,8 @@ def test_nothing_acknowledged_is_lost_doubled_or_invented_under_faults(seed: int
     outcome = simulate(seed)
     print(
         f"seed {seed}: {outcome.aws_calls} AWS calls, faults {outcome.faults}, {outcome.runs} runs, "
-        f"{outcome.events} events, {outcome.deliveries} deliveries, {outcome.client_retries} client retries"
+        f"{outcome.events} events, {outcome.deliveries} deliveries, {outcome.client_retries} client retries, "
+        f"{outcome.replays} dead-letter replays"
     )
     assert sum(outcome.faults.values()) > 0, "no fault was injected: the simulation proves nothing"
     assert outcome.violations == []

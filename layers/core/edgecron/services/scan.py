@@ -286,9 +286,12 @@ def wake_one(
         expires = run.claim_expires_at
         if expires is not None and expires < now_ms:
             wake = now_ms + settings.redispatch_after_sec * 1000
+            # the dead worker's HTTP call is in the history before its claim is released: once
+            # released, nothing tells the next worker that a call was made (a write-once put, so a
+            # tick that dies in between and the next one record it once)
+            record_lost_attempt(run, int(run.total_attempts), int(run.attempt_count), now_ms)
             if run_data.release_expired_claim(run, now_ms, wake):
                 report.claims_released += 1
-                record_lost_attempt(run, int(run.total_attempts), int(run.attempt_count), now_ms)
                 outbox.append(DeliveryMessage(run.run_id, run.app_id))
         elif expires is not None and expires > horizon:
             # claims leave wake_at alone; one that outlives this window is looked at again

@@ -170,8 +170,8 @@ class Simulation:
         (`every`: each of them)."""
         failing = [rid for rid, ep in self.direct.items() if self.endpoints[ep] == "failing"]
         for run_id in failing:
-            resp = call_api("GET", f"/v1/task-runs/{run_id}", key=self.key)
-            if resp.status == 200 and resp.body["status"] == "dead_letter":
+            resp = self.request("GET", f"/v1/task-runs/{run_id}")
+            if resp is not None and resp.status == 200 and resp.body["status"] == "dead_letter":
                 answer = self.request("POST", f"/v1/dead-letters/{run_id}/replay")
                 if answer is not None and answer.status == 200:
                     self.outcome.replays += 1

@@ -13,6 +13,7 @@ from standardwebhooks.webhooks import Webhook
 from edgecron import clock
 from edgecron.data import runs as run_data
 from edgecron.domain import run_states
+from edgecron_testing import faults
 from edgecron_testing.harness import call_api, invoke, sqs_event
 from edgecron_testing.inprocess import app_of_run, stored_run
 from edgecron_testing.receiver import Receiver, Reply
@@ -404,6 +405,39 @@ def test_a_worker_killed_mid_delivery_is_recovered(
     done = stored_run(run_id)
     assert done is not None and done.wake_at is None and done.wake_shard is None  # out of the index
     assert done.claimed_from is None
+
+
+def test_a_scan_killed_right_after_releasing_an_expired_claim_leaves_the_lost_attempt_recorded(
+    app_key: str, receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan releases the claim of a worker that died mid-delivery and dies at its next call: the
+    HTTP call the dead worker made is still in the run's history."""
+    fixed, run_id = _run_whose_message_is_lost(app_key, receiver.url("/scan-killed"))
+    _deliver_then_die(run_id, monkeypatch)
+    fixed.advance(300 - 70)  # the claim expired and the wake time is in the scan's look-ahead window
+    with faults.Faults() as f:
+        f.on(
+            "dynamodb",
+            "UpdateItem",
+            kind=faults.KILL_AFTER,
+            function="scan",
+            table="RunsTable",
+            when=lambda call: (
+                run_id in str(call.params)
+                and "REMOVE" in str(call.params.get("UpdateExpression"))
+                and "claim_token" in str(call.params.get("ExpressionAttributeNames"))
+            ),  # the release
+        )
+        with pytest.raises(faults.InvocationKilled):
+            invoke("scan", {"detail": {}})
+    assert f.count(faults.KILL_AFTER) == 1
+    fixed.advance(300)  # the released run's message was never sent: its wake time comes
+    invoke("scan", {"detail": {}})
+    pump.deliveries()
+    assert get_run(app_key, run_id)["status"] == "success"
+    assert len(receiver.received("/scan-killed")) == 2
+    history = attempts(app_key, run_id)  # one Attempt per HTTP call
+    assert [(a["attempt_number"], a["error_kind"]) for a in history] == [(1, "worker_lost"), (2, None)]
 
 
 @pytest.mark.parametrize("after_record", [False, True], ids=["before-record", "after-record"])

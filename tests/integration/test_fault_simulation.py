@@ -10,15 +10,23 @@ a user can observe is checked:
 - every Event reached exactly its matching Endpoints, one run each;
 - no run was delivered after its cancel returned;
 - every HTTP call a receiver saw is a recorded attempt (or a recorded lost attempt);
-- usage counts one trigger per acknowledged Event exactly, and never fewer than one per direct run.
+- usage counts one trigger per acknowledged Event and per acknowledged direct run, exactly.
+
+The App has a quota on odd seeds (its direct runs are counted by the transaction that stores them)
+and none on even ones (the scan's check of recent runs counts them). Besides the faults, a scan tick
+is sometimes run twice in a row (a duplicated tick), and a consumer sometimes fails to delete a
+message it handled (SQS gives it again after its visibility timeout).
 
 The same seed gives the same workload, and each call the same fault decision (drawn from the seed,
 the call's kind and how many calls of that kind came before it).
 A few seeds run here; `make soak` runs many (EDGECRON_SOAK_SEEDS=n: seeds 1 to n).
 
+One Endpoint answers 500 to everything: its runs retry (3 attempts, 5 s apart) and wait as dead
+letters, and the client replays some of them.
+
 Not exercised here: schedules and their Fires (every-minute, every-few-seconds, broadcast, paused and
-resumed), dead-letter replays, retries of failing receivers, a scan outage with a deploy, and checks
-of usage that must be exact for direct runs sent at their creation."""
+resumed), a scan outage with a deploy, and two
+scan ticks that overlap in time (integration/test_usage_exact.py covers an overlapping check)."""
 
 from __future__ import annotations
 
@@ -36,10 +44,16 @@ import pytest
 from edgecron import clock
 from edgecron_testing import faults
 from edgecron_testing.harness import ApiResponse, call_api, invoke, load_event, sqs_event, timeout_sec
-from edgecron_testing.receiver import Receiver
-from tests.integration.conftest import Pump, app_runs, new_app, queue
+from edgecron_testing.receiver import Receiver, Reply
+from tests.integration.conftest import ADMIN_KEY, Pump, app_runs, new_app, queue
 
-FILTERS = {"invoices": ["invoice.*"], "all": ["*"], "users": ["user.created"], "direct-only": []}
+FILTERS = {
+    "invoices": ["invoice.*"],
+    "all": ["*"],
+    "users": ["user.created"],
+    "direct-only": [],
+    "failing": [],  # answers 500 to every request: its runs retry, then wait as dead letters
+}
 EVENT_NAMES = ["invoice.paid", "invoice.voided", "user.created", "order.shipped"]
 TERMINAL = {"success", "failed", "dead_letter", "cancelled"}
 FAULTED = ("api", "worker", "fanout", "scan")
@@ -64,6 +78,7 @@ class Outcome:
     events: int = 0
     deliveries: int = 0
     client_retries: int = 0
+    replays: int = 0
     violations: list[str] = field(default_factory=list)
 
     def summary(self) -> tuple[Any, ...]:
@@ -76,20 +91,33 @@ class Outcome:
 class Simulation:
     def __init__(self, seed: int, receiver: Receiver) -> None:
         self.rng = random.Random(seed)
+        self.undeleted = random.Random(seed * 31)  # apart from the workload's draws
         self.outcome = Outcome(seed)
         self.receiver = receiver
         self.pump = Pump()
         self.clock = clock.FixedClock(datetime.now(UTC).replace(microsecond=0))
         clock.set_clock(self.clock)
         self.app_id, self.key = new_app(f"sim-{seed}")
-        self.endpoints: dict[str, str] = {}  # endpoint id -> its filter name
-        for name, filters in FILTERS.items():
+        if seed % 2:
             resp = call_api(
-                "POST",
-                "/v1/endpoints",
-                key=self.key,
-                body={"url": receiver.url(f"/{name}"), "filter_events": filters},
+                "PUT", f"/v1/apps/{self.app_id}/quota", key=ADMIN_KEY, body={"monthly_quota": 1_000_000}
             )
+            assert resp.status == 200, resp.body
+        self.endpoints: dict[str, str] = {}  # endpoint id -> its filter name
+        resp = call_api(
+            "POST",
+            "/v1/retry-policies",
+            key=self.key,
+            body={"max_attempts": 3, "base_delay_sec": 5, "max_delay_sec": 5},
+        )
+        assert resp.status == 201, resp.body
+        policy_id = resp.body["id"]
+        receiver.script("/failing", *[Reply(500)] * 10_000)
+        for name, filters in FILTERS.items():
+            body: dict[str, Any] = {"url": receiver.url(f"/{name}"), "filter_events": filters}
+            if name == "failing":
+                body["retry_policy_id"] = policy_id
+            resp = call_api("POST", "/v1/endpoints", key=self.key, body=body)
             assert resp.status == 201, resp.body
             self.endpoints[resp.body["id"]] = name
         self.direct: dict[str, str] = {}  # acknowledged direct run id -> endpoint id
@@ -137,6 +165,19 @@ class Simulation:
         if resp is not None and resp.status == 200:
             self.cancelled_at[run_id] = time.time()
 
+    def replay_dead_letter(self, *, every: bool = False) -> None:
+        """Replay one of the failing Endpoint's runs that waits as a dead letter, if one does
+        (`every`: each of them)."""
+        failing = [rid for rid, ep in self.direct.items() if self.endpoints[ep] == "failing"]
+        for run_id in failing:
+            resp = self.request("GET", f"/v1/task-runs/{run_id}")
+            if resp is not None and resp.status == 200 and resp.body["status"] == "dead_letter":
+                answer = self.request("POST", f"/v1/dead-letters/{run_id}/replay")
+                if answer is not None and answer.status == 200:
+                    self.outcome.replays += 1
+                if not every:
+                    return
+
     def publish(self) -> None:
         name = self.rng.choice(EVENT_NAMES)
         self.serial += 1
@@ -150,6 +191,8 @@ class Simulation:
     def tick(self, *, seconds: float) -> None:
         """Time passes: the queues' consumers run, sometimes a scan."""
         self.clock.advance(seconds)
+        if seconds >= 5:  # SQS's delays (retries) run out too
+            faults.let_sqs_time_pass()
         for _ in range(3):
             moved = self.consume("FanoutQueue", "fanout")
             moved += self.consume("DeliveryQueue", "worker")
@@ -157,6 +200,8 @@ class Simulation:
                 break
         if self.rng.random() < 0.3:
             self.scan()
+            if self.rng.random() < 0.2:  # a duplicated tick
+                self.scan()
 
     def consume(self, logical_id: str, function: str) -> int:
         """One invocation of the queue's consumer, one message at a time (so the calls it makes come
@@ -175,7 +220,7 @@ class Simulation:
             return 1
         failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
         for m in messages:
-            if m["MessageId"] not in failed:
+            if m["MessageId"] not in failed and self.undeleted.random() >= 0.05:  # else its delete was lost
                 self.pump.sqs.delete_message(QueueUrl=info.url, ReceiptHandle=m["ReceiptHandle"])
         return 1
 
@@ -240,7 +285,7 @@ class Simulation:
         usage = call_api("GET", "/v1/usage", key=self.key).body
         if usage["event"] != len(self.events):
             v.append(f"usage counts {usage['event']} events for {len(self.events)} acknowledged")
-        if usage["direct"] < len(self.direct):
+        if usage["direct"] != len(self.direct):
             v.append(f"usage counts {usage['direct']} direct runs for {len(self.direct)} acknowledged")
         if by_source.get("schedule"):
             v.append("schedule runs appeared without a schedule")
@@ -271,11 +316,17 @@ def _simulate(seed: int, receiver: Receiver, operations: int, rate: float) -> Ou
         f.random(random.Random(seed * 7919), rate, functions=FAULTED)
         for _ in range(operations):
             roll = sim.rng.random()
-            if roll < 0.55:
+            if roll < 0.5:
                 sim.create_direct()
+            elif roll < 0.62:
+                sim.replay_dead_letter()
             else:
                 sim.publish()
             sim.tick(seconds=sim.rng.choice([0, 1, 5, 20, 70]))
+        sim.clock.advance(60)  # the failing Endpoint's last retries fall due
+        faults.let_sqs_time_pass()
+        sim.tick(seconds=0)
+        sim.replay_dead_letter(every=True)
         f.stop()
         sim.quiesce()
         sim.check()
@@ -290,7 +341,8 @@ def test_nothing_acknowledged_is_lost_doubled_or_invented_under_faults(seed: int
     outcome = simulate(seed)
     print(
         f"seed {seed}: {outcome.aws_calls} AWS calls, faults {outcome.faults}, {outcome.runs} runs, "
-        f"{outcome.events} events, {outcome.deliveries} deliveries, {outcome.client_retries} client retries"
+        f"{outcome.events} events, {outcome.deliveries} deliveries, {outcome.client_retries} client retries, "
+        f"{outcome.replays} dead-letter replays"
     )
     assert sum(outcome.faults.values()) > 0, "no fault was injected: the simulation proves nothing"
     assert outcome.violations == []

@@ -1,22 +1,20 @@
-"""Direct runs sent at their creation by an App with a quota are counted by the worker: one usage ADD
-per App and month for a batch, never lost when a worker dies, counted twice at most when it dies right
-after counting."""
+"""Direct runs sent at their creation by an App with a quota are counted by their own conditional put
+(one transaction with the usage counter), so the quota sees them at once and no worker, dead or
+alive, counts them again."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
 from edgecron import clock
-from edgecron.data import usage as usage_data
 from edgecron.services import delivery
 from edgecron_testing.harness import call_api, invoke, sqs_event
 from edgecron_testing.inprocess import app_of_run, usage_writes
-from edgecron_testing.receiver import Receiver, Reply
+from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import ADMIN_KEY, Pump, drain_queues, new_app
 
 DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:DeliveryDLQ"
@@ -59,22 +57,19 @@ def _direct(key: str) -> int:
     return int(resp.body["direct"])
 
 
-def test_a_worker_batch_counts_its_direct_runs_with_one_add(receiver: Receiver, pump: Pump) -> None:
-    """The batch's runs are all claimed before the first result is written (the receiver holds its
-    answers until the ten requests are open at once), so one ADD counts them all. A run claimed after
-    a result of its batch was written is counted by a later ADD of the same batch."""
+def test_direct_runs_of_an_app_with_a_quota_are_counted_by_their_put_and_never_by_the_worker(
+    receiver: Receiver, pump: Pump
+) -> None:
     app_id, key = _app("usage-batch")
-    receiver.script("/batch", Reply(200, together=10))
     endpoint_id = _endpoint(key, receiver.url("/batch"))
-    with usage_writes(app_id) as writes:
-        for _ in range(10):
-            _create_run(key, endpoint_id)
-    assert writes.updates == 0  # the API does not count a run it sends at once
-    assert _direct(key) == 0  # not yet claimed: the soft quota does not see it yet
+    for _ in range(10):
+        _create_run(key, endpoint_id)
+    assert _direct(key) == 10  # in the counter the quota reads before any worker took them
     with usage_writes(app_id) as writes:
         assert pump.once("DeliveryQueue", "worker") == 10
+    assert writes.updates == 0
     assert _direct(key) == 10
-    assert writes.updates == 1
+    assert len(receiver.received("/batch")) == 10
 
 
 def test_a_direct_run_due_later_is_counted_when_it_is_created(receiver: Receiver, pump: Pump) -> None:
@@ -83,7 +78,7 @@ def test_a_direct_run_due_later_is_counted_when_it_is_created(receiver: Receiver
     assert _direct(key) == 1
 
 
-def test_a_worker_that_dies_before_counting_leaves_the_run_to_be_counted_by_its_successor(
+def test_a_worker_that_dies_before_its_result_leaves_the_run_counted_once(
     receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, key = _app("usage-died-before")
@@ -99,37 +94,11 @@ def test_a_worker_that_dies_before_counting_leaves_the_run_to_be_counted_by_its_
         patch.setattr(delivery.run_data, "finish", die)
         with pytest.raises(WorkerDied):
             delivery.deliver(run_id, app_of_run(run_id))
-    assert _direct(key) == 0
+    assert _direct(key) == 1
     fixed.advance(61)  # its claim expired: the message comes back and another worker takes over
     assert delivery.deliver(run_id, app_of_run(run_id)).outcome == "success"
-    assert _direct(key) == 1  # counted once, by the worker that took over
-    assert len(receiver.received("/died-before")) == 2
-
-
-def test_a_worker_that_dies_between_counting_and_its_result_counts_the_run_twice(
-    receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The documented cost of counting before clearing the mark: a crash in that gap bills the run
-    twice (never zero times)."""
-    _, key = _app("usage-died-after")
-    fixed = clock.FixedClock(datetime.now(UTC))
-    clock.set_clock(fixed)
-    run_id = _create_run(key, _endpoint(key, receiver.url("/died-after")))
-    drain_queues()
-    real = usage_data.count_before_clearing
-
-    def count_then_die(*args: Any) -> None:
-        real(*args)
-        raise WorkerDied
-
-    with monkeypatch.context() as patch:
-        patch.setattr(usage_data, "count_before_clearing", count_then_die)
-        with pytest.raises(WorkerDied):
-            delivery.deliver(run_id, app_of_run(run_id))
     assert _direct(key) == 1
-    fixed.advance(61)
-    assert delivery.deliver(run_id, app_of_run(run_id)).outcome == "success"
-    assert _direct(key) == 2
+    assert len(receiver.received("/died-before")) == 2
 
 
 def test_a_run_cancelled_before_any_worker_took_it_is_counted_once(receiver: Receiver, pump: Pump) -> None:

@@ -88,7 +88,7 @@ def test_runs_of_an_app_without_a_quota_are_counted_by_the_check_with_one_add(
     assert _direct(key) == 5
 
 
-def test_runs_of_an_app_with_a_quota_are_counted_by_their_worker_at_once(
+def test_runs_of_an_app_with_a_quota_are_counted_at_their_creation_and_not_by_the_check(
     receiver: Receiver, pump: Pump
 ) -> None:
     app_id, key = new_app("usage-quota-prompt")
@@ -146,14 +146,12 @@ def test_a_months_end_moves_what_the_mark_holds_to_that_months_counter(
     november = datetime(2026, 11, 30, 23, 50, tzinfo=UTC)
     fixed = clock.FixedClock(november)
     clock.set_clock(fixed)
-    app_id, key = new_app("usage-month-end")
+    _, key = new_app("usage-month-end")
     endpoint_id = _endpoint(key, receiver.url("/month-end"))
     _delivered_and_checked(key, endpoint_id, 3, pump, fixed)
     assert _direct(key, "2026-11") == 3  # held on the mark, read with the counter
     fixed.set(datetime(2026, 12, 1, 0, 5, tzinfo=UTC))
-    with usage_writes(app_id) as writes:
-        _delivered_and_checked(key, endpoint_id, 2, pump, fixed)
-    assert writes.updates == 1  # November's runs went to November's counter, once
+    _delivered_and_checked(key, endpoint_id, 2, pump, fixed)  # moves November's to its counter
     assert (_direct(key, "2026-11"), _direct(key, "2026-12")) == (3, 2)
     invoke("scan", {"detail": {}})
     assert (_direct(key, "2026-11"), _direct(key, "2026-12")) == (3, 2)

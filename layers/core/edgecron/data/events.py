@@ -19,7 +19,7 @@ from edgecron.data import fanout_pages, usage
 from edgecron.data.conditional import error_code, update_if
 from edgecron.data.expiry import expires_at_s
 from edgecron.data.keys import alive, items_of_entries, time_window
-from edgecron.data.models import EndpointModel, EventModel
+from edgecron.data.models import DueMarkModel, EndpointModel, EventModel
 from edgecron.data.paging import Page, query_page
 from edgecron.domain.endpoints import Subscriber
 from edgecron.domain.events import Event
@@ -281,3 +281,49 @@ def matched_pages(event: Event, start: int = 0) -> Iterator[tuple[int, list[str]
         return
     for page in fanout_pages.pages(event.event_id, start):
         yield page.page, list(page.endpoint_ids)
+
+
+# --- pending Events stored before fan-outs had a wake time ---------------------------------------
+_WALK_PARTITION, _WALK_KEY = "#scan", "due"  # the scan's walk mark (data/schedules.py)
+
+
+def unwoken_walk() -> tuple[bool, dict[str, Any] | None]:
+    """(done?, the table key the walk goes on from): whether every pending Event stored without a
+    fan-out wake time was given one."""
+    try:
+        row = DueMarkModel.get(_WALK_PARTITION, _WALK_KEY, consistent_read=True)
+    except DoesNotExist:
+        return False, None
+    return row.fanout_woken_at is not None, row.fanout_wake_from
+
+
+def save_unwoken_walk(start: dict[str, Any] | None, now_ms: int) -> None:
+    """Record where the walk goes on from; with no `start` left, that it is done."""
+    row = DueMarkModel(_WALK_PARTITION, _WALK_KEY)
+    if start is None:
+        row.update([DueMarkModel.fanout_woken_at.set(now_ms), DueMarkModel.fanout_wake_from.remove()])
+    else:
+        row.update([DueMarkModel.fanout_wake_from.set(start)])
+
+
+def wake_unwoken(now_ms: int, start: dict[str, Any] | None, limit: int) -> tuple[int, dict[str, Any] | None]:
+    """Give a fan-out wake time of `now_ms` (and its shard) to the pending Events, among up to `limit`
+    read from `start`, that were stored before fan-outs carried one and have recorded no page, so
+    the scan's re-drive (`fanout_left_behind`) finds them. Returns how many were woken and where to
+    go on from (None: the whole table was read). Each write is conditional on the Event as read."""
+    unwoken = (
+        (M.fanout_status == PENDING)
+        & M.fanout_wake_at.does_not_exist()
+        & (M.page_count.does_not_exist() | (M.page_count == 0))
+    )
+    pages = M.scan(filter_condition=unwoken, last_evaluated_key=start, page_size=limit).page_iter
+    page = next(pages, None)
+    rows = [M.from_raw_data(raw) for raw in (page or {}).get("Items", [])]
+    woken = 0
+    for row in rows:
+        woken += update_if(
+            M(app_id=row.app_id, event_id=row.event_id),
+            [M.fanout_shard.set(_fanout_shard(row.event_id)), M.fanout_wake_at.set(now_ms)],
+            unwoken & M.event_id.exists(),
+        )
+    return woken, pages.last_evaluated_key if page is not None else None

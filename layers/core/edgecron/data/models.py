@@ -220,6 +220,10 @@ class DueMarkModel(Model):
     mark = NumberAttribute(null=True)  # up to when (ms) every wheel slot was met and dispatched
     backfilled_at = NumberAttribute(null=True)  # when every schedule had a due_slot
     backfill_from = JSONAttribute(null=True)  # the table key the backfill goes on from
+    # when every pending Event stored without a fan-out wake time was given one (data/events.py),
+    # and the Events table key that walk goes on from
+    fanout_woken_at = NumberAttribute(null=True)
+    fanout_wake_from = JSONAttribute(null=True)
     # while the walk does not advance schedules: when every schedule's next fire was stored, and the
     # table key the store goes on from
     timing_stored_at = NumberAttribute(null=True)

@@ -20,15 +20,15 @@ earlier release that has not created a run since) is queried every tick, as befo
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist, UpdateError
+from pynamodb.exceptions import DoesNotExist, TransactWriteError, UpdateError
 
 from edgecron import ids
 from edgecron.config import Settings
-from edgecron.data import usage
-from edgecron.data.conditional import condition_failed, update_if
+from edgecron.data import fanout_pages, usage
+from edgecron.data.conditional import condition_failed, error_code, update_if
 from edgecron.data.models import RUNS_CHECKED_MONTH, AppModel, RunsCheckedModel
 from edgecron.data.remembered import Remembered
 
@@ -129,63 +129,86 @@ def mark(app_id: str, *, consistent: bool = False) -> CheckMark | None:
         return None
 
 
-def mark_checked(app_id: str, key: str, counts: Mapping[str, int], seen: CheckMark | None) -> CheckMark:
-    """Move the App's mark to `key`, past a batch the check has handled, and count the batch's runs it
-    counts (`counts`: direct runs by the month of their creation) in the same write: they wait on the
-    mark under the newest month counted. A batch of a later month first moves what the mark holds to
-    that month's counter (one ADD a month); a batch's runs of an older month go to their counter at
-    once. `seen` is the mark as this check last read or wrote it. A check that dies before this write
-    neither moved its mark nor counted: the next tick reads the batch again. Returns the mark now."""
+def mark_checked(
+    app_id: str, key: str, counts: Mapping[str, int], seen: CheckMark | None
+) -> CheckMark | None:
+    """Move the App's mark from where `seen` (the mark as this check last read or wrote it) has it to
+    `key`, past a batch the check has handled, and count the batch's runs it counts (`counts`: direct
+    runs by the month of their creation) in the same conditional write, so each run is counted
+    exactly once: with the one move of the mark past it. The runs of the month the mark holds (or of
+    the first month) wait on the mark (one UpdateItem); a batch of a later month moves what the mark
+    holds to that month's counter, and runs of an older month go to their counter, in one
+    transaction with the move. None: the mark is no longer where `seen` has it (another tick read
+    the same runs and moved it first, or a quota moved its count): nothing was counted, and this
+    check leaves the App to the mark's new position. A check that dies before this write neither
+    moved its mark nor counted: the next tick reads the batch again."""
     M = RunsCheckedModel
     item = M(app_id=app_id, month=RUNS_CHECKED_MONTH)
+    at = seen.checked_key if seen is not None else None
+    condition: Any = M.checked_key.does_not_exist() if at is None else (M.checked_key == at)
+    actions: list[Any] = [M.checked_key.set(key)]
+    to_counters: dict[str, int] = {}
     counts = {month: n for month, n in counts.items() if n}
-    if not counts:
-        set_checked_key(app_id, key)
-        return replace(seen or CheckMark(None, None), checked_key=key)
-    newest = max(counts)
-    for month, n in counts.items():
-        if month != newest:
-            usage.add(app_id, month, "direct", n)
-    n = counts[newest]
-    held_month = seen.counted_month if seen is not None else None
-    held = seen.counted if seen is not None else 0
-    actions: list[Any] = [M.checked_key.set(key), M.counted_month.set(newest)]
-    if held_month is None or held_month == newest:
-        actions.append(M.counted.add(n))
-        condition = M.counted_month.does_not_exist() | (M.counted_month == newest)
-    elif held_month < newest:  # a later month: what the mark holds goes to its month's counter first
-        if held:
-            usage.add(app_id, held_month, "direct", held)
-        actions.append(M.counted.set(n))
-        condition = (M.counted_month == held_month) & (M.counted == held)
-    else:  # runs older than what the mark holds (two ticks overlapped): their counter at once
-        usage.add(app_id, newest, "direct", n)
-        set_checked_key(app_id, key)
-        return replace(seen or CheckMark(None, None), checked_key=key)
-    if update_if(item, actions, condition):
-        return _mark_of(item)
-    # another tick changed the count meanwhile: these runs go to their counter (a month's count this
-    # call moved may be moved again by the next one: too much, never too little)
-    usage.add(app_id, newest, "direct", n)
-    set_checked_key(app_id, key)
-    return mark(app_id, consistent=True) or CheckMark(key, None)
+    if counts:
+        newest = max(counts)
+        held_month = seen.counted_month if seen is not None else None
+        held = seen.counted if seen is not None else 0
+        if held_month is None or held_month == newest:
+            actions += [M.counted_month.set(newest), M.counted.add(counts[newest])]
+            condition &= M.counted_month.does_not_exist() | (M.counted_month == newest)
+        elif held_month < newest:  # a later month: what the mark holds goes to its month's counter
+            if held:
+                to_counters[held_month] = held
+            actions += [M.counted_month.set(newest), M.counted.set(counts[newest])]
+            condition &= (M.counted_month == held_month) & (M.counted == held)
+        else:  # runs older than the month the mark holds: their counter
+            to_counters[newest] = counts[newest]
+        for month, n in counts.items():
+            if month != newest:
+                to_counters[month] = to_counters.get(month, 0) + n
+    if not to_counters:
+        return _mark_of(item) if update_if(item, actions, condition) else None
+    try:
+        with fanout_pages.transaction() as tx:
+            tx.update(item, actions=actions, condition=condition)
+            for month, n in sorted(to_counters.items()):
+                tx.update(*usage.counted(app_id, month, "direct", n))
+    except TransactWriteError as exc:
+        reasons = [fanout_pages.reason_code(reason) for reason in exc.cancellation_reasons or []]
+        if (
+            error_code(exc) == "TransactionCanceledException"
+            and reasons
+            and reasons[0] == "ConditionalCheckFailed"
+        ):
+            return None
+        raise
+    return mark(app_id, consistent=True)
 
 
 def move_counted(app_id: str) -> None:
     """Move the runs the App's mark holds to their month's counter (before a quota starts reading
-    the counter: the quota check reads the counter alone). The count goes to the counter first,
-    then is taken off the mark (a decrement, so runs a check adds meanwhile stay): a crash in
-    between counts them twice, never none."""
-    held = mark(app_id, consistent=True)
-    if held is None or held.counted_month is None or held.counted <= 0:
-        return
-    usage.add(app_id, held.counted_month, "direct", held.counted)
+    the counter: the quota check reads the counter alone): the counter's ADD and the mark's decrement
+    in one transaction, so the runs are in exactly one of the two. A check that changed the mark
+    meanwhile makes the move read it again."""
     M = RunsCheckedModel
-    update_if(
-        M(app_id=app_id, month=RUNS_CHECKED_MONTH),
-        [M.counted.add(-held.counted)],
-        (M.counted_month == held.counted_month) & (M.counted >= held.counted),
-    )
+    for _ in range(3):
+        held = mark(app_id, consistent=True)
+        if held is None or held.counted_month is None or held.counted <= 0:
+            return
+        try:
+            with fanout_pages.transaction() as tx:
+                tx.update(
+                    M(app_id=app_id, month=RUNS_CHECKED_MONTH),
+                    actions=[M.counted.add(-held.counted)],
+                    condition=(M.counted_month == held.counted_month) & (M.counted >= held.counted),
+                )
+                tx.update(*usage.counted(app_id, held.counted_month, "direct", held.counted))
+            return
+        except TransactWriteError as exc:
+            reasons = [fanout_pages.reason_code(reason) for reason in exc.cancellation_reasons or []]
+            if not (reasons and reasons[0] == "ConditionalCheckFailed"):
+                raise
+    raise RuntimeError(f"the check mark of {app_id} kept changing while its count was moved")
 
 
 def held_for(app_id: str, month: str) -> int:
@@ -195,8 +218,11 @@ def held_for(app_id: str, month: str) -> int:
 
 
 def set_checked_key(app_id: str, key: str) -> None:
-    """Set the mark alone (the cover beside it is the creators'): each scan sets only keys it has
-    handled, so two overlapping ticks can at worst move the mark back, and the runs after it are
-    checked again (every write of the check is conditional)."""
+    """Move the mark alone (the cover beside it is the creators') past runs the check counts none of,
+    forward only: an overlapping tick never moves it back over runs already counted."""
     M = RunsCheckedModel
-    M(app_id=app_id, month=RUNS_CHECKED_MONTH).update(actions=[M.checked_key.set(key)])
+    update_if(
+        M(app_id=app_id, month=RUNS_CHECKED_MONTH),
+        [M.checked_key.set(key)],
+        M.checked_key.does_not_exist() | (M.checked_key < key),
+    )

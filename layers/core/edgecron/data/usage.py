@@ -1,12 +1,12 @@
 """Billable trigger counters per App and calendar month (UTC), updated with atomic ADDs.
 
-A direct run sent at its creation is counted by the worker, not by the API: the run is created
-marked `uncounted`, and a worker invocation adds the runs it claimed to the counters with one ADD per
-App, month and kind (`batch`) before the first write that clears a mark. So a trigger is in the
-counter before any run stops carrying its mark, and a run still marked (its worker died) is counted
-by whoever takes it over: a crash can count a run twice, never lose it. That is for an App with a
-quota; one without has its runs marked `counted_by_check` and counted by the scan's check of recent
-runs, minutes later, on the App's check mark (data/run_checks.py `mark_checked`).
+An Event, and a direct run of an App with a quota or due later, is counted by the transaction that
+stores it (`counted`). A direct run sent at its creation by an App without a quota is marked
+`counted_by_check` and counted by the scan's check of recent runs, minutes later, with the
+conditional move of the App's check mark past it (data/run_checks.py `mark_checked`). A run an
+earlier release stored marked `uncounted` is counted by the worker that claims it (`batch`): one ADD
+per App, month and kind before the first write that clears a mark, so a crash in between can count
+it twice; no run is created so now.
 
 A scan tick bills the schedule fires it dispatches from reservations (`reserving`): triggers added
 to the counter ahead of the Fires they pay for, each reservation one more than all before it (1, 2,

@@ -1,5 +1,7 @@
 """The deploy-time catch-up (a CloudFormation custom resource runs it on every deploy): the same
-code path as the scan, so missed fires are handled the same way whoever notices them first."""
+code path as the scan, so missed fires are handled the same way whoever notices them first. It also
+walks, once per stack and resumed by each deploy until done, the Events an earlier release left
+with a pending fan-out and no wake time, so the scan re-drives them (services/events.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import requests
 
 from edgecron import clock
 from edgecron.observability import logger
+from edgecron.services import events
 from edgecron.services.fires import due_walk
 from edgecron.services.scan import ScanReport, dispatch_runs
 
@@ -35,6 +38,7 @@ def catch_up(remaining_ms: int) -> dict[str, Any]:
         **schedules.__dict__,
         "runs_enqueued": runs.runs_enqueued,
         "claims_released": runs.claims_released,
+        **events.wake_unwoken(clock.to_ms(now), deadline),
     }
 
 

@@ -105,6 +105,23 @@ def left_behind_work(now_ms: int, shards: int, counts: dict[str, int]) -> Work:
             yield
 
 
+WAKE_PAGE = 200  # Events read per page of the walk for pending fan-outs without a wake time
+
+
+def wake_unwoken(now_ms: int, deadline: float) -> dict[str, int | bool]:
+    """Once per stack (the deploy's catch-up runs it, until it has read the whole table): give every
+    pending Event stored before fan-outs carried a wake time one, so the scan re-drives its fan-out.
+    A page at a time, stopping at `deadline` (clock.monotonic); the next deploy goes on from there."""
+    done, start = data.unwoken_walk()
+    woken = 0
+    while not done and clock.monotonic() < deadline:
+        n, start = data.wake_unwoken(now_ms, start, WAKE_PAGE)
+        woken += n
+        data.save_unwoken_walk(start, now_ms)
+        done = start is None
+    return {"events_woken": woken, "events_walk_done": done}
+
+
 def get(app_id: str, event_id: str, now_ms: int) -> Event:
     event = data.get_for_app(app_id, event_id, now_ms)
     if event is None:

@@ -3,13 +3,12 @@ Task Runs) per calendar month (UTC). No quota set = unlimited.
 
 The check reads the App and its usage counters before the trigger is recorded, so it is a soft
 limit: requests racing each other at the limit may each pass the check and overshoot it by the
-number of concurrent requests, and a direct run sent at its creation is in the counter only once a
-worker has claimed it (data/usage.py), so the runs created in the last seconds before the limit are
-not seen either (an App without a quota has its runs counted by the scan's check of recent runs,
-minutes later: no quota reads them). Those runs wait on the App's check mark until a quota is
-set, which moves them to the counter; so the counter the check reads holds every run but the ones
-created in the few minutes before the quota applied, whose check comes after (GET /v1/usage shows
-them). Usage counters are atomic and never lose a trigger. The App's
+number of concurrent requests. Every direct run of an App with a quota is counted by the
+transaction that stores it, so the counter holds it once it is acknowledged (an App without a quota
+has its runs counted by the scan's check of recent runs, minutes later: no quota reads them). Those
+runs wait on the App's check mark until a quota is set, which moves them to the counter; so the
+counter the check reads holds every run but the ones created in the few minutes before the quota
+applied, whose check comes after (GET /v1/usage shows them). The App's
 quota itself is remembered by each container for a few seconds (data/apps.py), so a new quota
 applies within them."""
 

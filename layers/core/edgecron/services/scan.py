@@ -221,6 +221,8 @@ def _check_app(
         after = batch[-1].run_id if stopped else read.last_id
         if not tick.rebuild:  # counted with the mark's move past them (a rebuild counts nothing)
             seen = run_checks.mark_checked(app_id, after, usage.checked_counts(batch), seen)
+            if seen is None:
+                return  # another tick moved the mark past these runs first: they are its to count
             moved = True
         if stopped:
             return  # the App's later runs wait for the next tick, which starts at the failed one
@@ -289,9 +291,12 @@ def wake_one(
         expires = run.claim_expires_at
         if expires is not None and expires < now_ms:
             wake = wake_time(now_ms, sent=True, redispatch_after_ms=settings.redispatch_after_ms)
+            # the dead worker's HTTP call is in the history before its claim is released: once
+            # released, nothing tells the next worker that a call was made (a write-once put, so a
+            # tick that dies in between and the next one record it once)
+            record_lost_attempt(run, int(run.total_attempts), int(run.attempt_count), now_ms)
             if run_data.release_expired_claim(run, now_ms, wake):
                 report.claims_released += 1
-                record_lost_attempt(run, int(run.total_attempts), int(run.attempt_count), now_ms)
                 outbox.append(DeliveryMessage(run.run_id, run.app_id))
         elif expires is not None and expires > horizon:
             # claims leave wake_at alone; one that outlives this window is looked at again

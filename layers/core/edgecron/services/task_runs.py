@@ -53,13 +53,13 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
     if not endpoint.receives_runs:  # one disabled for failing takes runs: they wait as dead letters
         raise Conflict(f"endpoint {req.endpoint_id} is inactive", "endpoint_id")
     quota.check_quota(app_id, now_ms)
-    counted_promptly = quota.has_quota(app_id)  # a quota reads the counter: count within seconds
     deliver_at_ms = now_ms
     if req.deliver_at is not None:
         deliver_at_ms = max(now_ms, clock.to_ms(req.deliver_at))
     elif req.delay_sec:
         deliver_at_ms = now_ms + req.delay_sec * 1000
     send_now = enqueue_plan(deliver_at_ms, now_ms)[0]
+    counted_by_check = send_now and not quota.has_quota(app_id)  # a quota reads the counter at once
     run = data.new_run(
         run_id=run_id or ids.new_id("run", now_ms),
         app_id=app_id,
@@ -77,16 +77,16 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
             redispatch_after_ms=get_settings().redispatch_after_ms,
         ),
         now_ms=now_ms,
-        # sent now: its worker counts it, or (no quota to see it) the scan's check of recent runs,
-        # which reads it anyway; a run due later is counted now
-        uncounted=send_now and counted_promptly,
-        counted_by_check=send_now and not counted_promptly,
+        # sent now by an App without a quota: counted by the scan's check of recent runs, which
+        # reads it anyway, with the check's conditional move past it; any other run is counted by
+        # its own conditional put (data-model.md, Usage)
+        counted_by_check=counted_by_check,
     )
-    if send_now:  # counted by its worker or the check (its marks say which)
+    if counted_by_check:
         stored = data.put_new(run)
         if stored:
             usage.record_trigger(app_id, "direct", now_ms, counted_later=True)
-    else:  # counted with its put
+    else:
         stored = data.put_new_billed(run, usage.month_of(now_ms), "direct")
         if stored:
             usage.recorded_with_object()

@@ -1,8 +1,9 @@
 """Usage metering: one Event publish, one schedule fire or one direct run is one billable trigger;
-retries, replays and fan-out deliveries are not billed. A direct run sent at its creation is added
-to the counter by the worker that first claims it (counted in the month the run was created), or,
-for an App without a quota, by the scan's check of recent runs a few minutes later; a
-scan tick bills its schedule fires from reservations (data/usage.py `reserving`)."""
+retries, replays and fan-out deliveries are not billed. A direct run is counted by the transaction
+that stores it, except one sent at its creation by an App without a quota, which the scan's check
+of recent runs counts a few minutes later with the conditional move of its mark past the run (so
+each exactly once); a scan tick bills its schedule fires from reservations (data/usage.py
+`reserving`)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ def month_of(now_ms: int) -> str:
 
 
 def record_trigger(app_id: str, kind: str, now_ms: int, *, counted_later: bool = False) -> None:
-    """One billable trigger. `counted_later`: a direct run sent at its creation, which its worker
-    (`uncounted`) or the scan's check of recent runs (`counted_by_check`) adds to the counter."""
+    """One billable trigger. `counted_later`: a direct run sent at its creation that the scan's
+    check of recent runs adds to the counter (`counted_by_check`)."""
     if not counted_later:
         data.spend(app_id, month_of(now_ms), kind)
     count(BILLABLE_TRIGGERS)

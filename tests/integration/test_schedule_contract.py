@@ -320,3 +320,23 @@ def test_a_failed_read_of_the_schedule_before_the_request_delays_the_fire_never_
     assert t.delivered(s["id"]) == every(10, 1, 8 * 60)
     fires = t.api("GET", f"/v1/schedules/{s['id']}/fires", query={"limit": "50"}).body["data"]
     assert all(f["status"] == "COMPLETED" for f in fires if f["fire_time"] <= iso(at(7 * 60))), fires
+
+
+def test_a_schedule_whose_last_fires_were_dispatched_ahead_is_active_until_they_are_due(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    """A cron schedule with an end_at is ENDED once no fire time is left before its end, not when
+    its last fire was dispatched ahead: until then it reads ACTIVE with its next fire times."""
+    t = Tenant(receiver, "end-at")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/10 * * * * *", end_at=iso(at(65)))
+    assert (s["status"], s["next_fire_time"]) == ("ACTIVE", iso(at(10)))
+    stack.run_until(at(30))
+    stack.clock.set(at(30.5))
+    got = t.get(s["id"], preview=5)
+    assert (got["status"], got["next_fire_time"]) == ("ACTIVE", iso(at(40))), got
+    assert got["preview"] == [iso(at(40)), iso(at(50)), iso(at(60))], got
+    stack.run_until(at(61))
+    got = t.get(s["id"], preview=5)
+    assert (got["status"], got["next_fire_time"], got["preview"]) == ("ENDED", None, []), got
+    assert t.delivered(s["id"]) == every(10, 1, 60)

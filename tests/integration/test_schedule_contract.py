@@ -340,3 +340,24 @@ def test_a_schedule_whose_last_fires_were_dispatched_ahead_is_active_until_they_
     got = t.get(s["id"], preview=5)
     assert (got["status"], got["next_fire_time"], got["preview"]) == ("ENDED", None, []), got
     assert t.delivered(s["id"]) == every(10, 1, 60)
+
+
+@pytest.mark.parametrize("policy", ["RUN_ONCE", "SKIP"])
+def test_pausing_a_schedule_that_owes_one_fire_records_it_as_missed(
+    policy: str, stack: VirtualStack, receiver: Receiver
+) -> None:
+    """One fire time passed while the schedule was ACTIVE and no scan dispatched it: the pause
+    records it MISSED, as it does two or more."""
+    t = Tenant(receiver, f"pause-owes-one-{policy}")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/1 * * * *", missed_policy=policy)
+    stack.run_until(at(61))
+    stack.scan_down = True  # the tick of 10:02 dispatches 10:03 no more
+    stack.run_until(at(3 * 60 + 10))
+    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    stack.scan_down = False
+    stack.run_until(at(6 * 60 + 5))
+    fires = t.api("GET", f"/v1/schedules/{s['id']}/fires", query={"limit": "50"}).body["data"]
+    by_time = {f["fire_time"]: f["status"] for f in fires}
+    assert by_time.get(iso(at(180))) == "MISSED", by_time
+    assert t.delivered(s["id"]) == [iso(at(60)), iso(at(120))]

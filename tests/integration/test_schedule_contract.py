@@ -361,3 +361,20 @@ def test_pausing_a_schedule_that_owes_one_fire_records_it_as_missed(
     by_time = {f["fire_time"]: f["status"] for f in fires}
     assert by_time.get(iso(at(180))) == "MISSED", by_time
     assert t.delivered(s["id"]) == [iso(at(60)), iso(at(120))]
+
+
+def test_the_last_fires_before_end_at_count_toward_the_auto_pause(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    """Fires that fail in the last look-ahead before end_at (all dispatched already) are counted:
+    three in a row pause the schedule, as anywhere else in its life."""
+    t = Tenant(receiver, "end-at-failing")
+    policy = t.api("POST", "/v1/retry-policies", {"strategy": "fixed", "max_attempts": 1}).body["id"]
+    receiver.script(t.path, Reply(500))
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/10 * * * * *", end_at=iso(at(65)), retry_policy_id=policy)
+    stack.run_until(at(61))
+    got = t.get(s["id"])
+    assert (got["status"], got["consecutive_failures"]) == ("PAUSED", 3), got
+    assert got["pause_reason"].startswith("3 fires in a row failed: "), got
+    assert t.delivered(s["id"]) == every(10, 1, 30)

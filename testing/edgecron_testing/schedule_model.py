@@ -26,7 +26,8 @@ The rules it encodes (docs/time-rules.md, What a schedule promises):
   schedule pauses itself (`pause_reason` "3 fires in a row failed: …") and keeps that count until
   a resume sets it to 0 (a resume of an ACTIVE schedule changes nothing); a Fire that settles
   while the schedule is paused, or after its end_at, changes nothing;
-- a schedule with no fire time left before its end_at is ENDED;
+- a schedule with no fire time left before its end_at, and none owed (not dispatched by an
+  outage's end), is ENDED;
 - `next_fire_time` is the first fire time after now of the current timing inside the window while
   ACTIVE, else none; `preview` lists the first n of them; `last_fire_time` is the newest fire time
   up to now whose Fire ran (RUNNING, COMPLETED or FAILED).
@@ -215,7 +216,9 @@ class ScheduleModel:
             t += 1000
         ran = [f for f, status in fires.items() if status not in (CANCELLED, MISSED)]
         left = self._left(every, now_ms, PREVIEW_MAX)
-        status = "PAUSED" if not active else ("ACTIVE" if left else "ENDED")
+        # fire times up to end_at that no scan dispatched yet (an outage): a tick still owes them
+        owed = self.end_ms is not None and bool(self._grid(every, dispatched_to, self.end_ms + 1))
+        status = "PAUSED" if not active else ("ACTIVE" if left or owed else "ENDED")
         return Observed(
             requests,
             fires,

@@ -5,7 +5,7 @@ occurrence, and every other day at the local time. Also across a rollback and a 
 scan deployed with `DUE_WALK_ADVANCES=false` (a rollback being prepared, or the release rolled back
 to, which writes every advance) for some days, then with the default again, so the schedule's day
 wheel slot was last written by the other mode when the offset changes. The virtual clock jumps from
-one fire to the next, with the scan ticking every minute around each fire."""
+one fire to the next, running the scan tick that dispatches each and the seconds around it."""
 
 from __future__ import annotations
 
@@ -85,14 +85,21 @@ class Daily:
         return {f["fire_time"]: f["status"] for f in resp.body["data"]}
 
     def through(self, fire: datetime) -> None:
-        """Jump to the last whole minute at least 70 s (the look-ahead) before `fire` (nothing of
-        this schedule is due in between) and run the stack, the scan every minute and the consumers
-        every second, to five seconds after it."""
-        before = fire.astimezone(UTC) - timedelta(seconds=70)
-        before = before.replace(second=0, microsecond=0)
-        if self.stack.now < before:
-            self.stack.clock.set(before)
-        self.stack.run_until(fire.astimezone(UTC) + timedelta(seconds=5))
+        """Jump to just before the scan tick that dispatches `fire` (the first whole minute at most
+        70 s, the look-ahead, before it; nothing of this schedule is due in between), run that
+        tick, jump to just before the fire when no other tick lies between, and run the stack (the
+        scan every minute, the consumers every second) to five seconds after it."""
+        fire = fire.astimezone(UTC)
+        earliest = fire - timedelta(seconds=70)
+        tick = earliest.replace(second=0, microsecond=0)
+        if tick < earliest:
+            tick += timedelta(minutes=1)
+        if self.stack.now < tick - timedelta(seconds=1):
+            self.stack.clock.set(tick - timedelta(seconds=1))
+        self.stack.run_until(tick + timedelta(seconds=1))
+        if fire - tick < timedelta(minutes=1) and self.stack.now < fire - timedelta(seconds=2):
+            self.stack.clock.set(fire - timedelta(seconds=2))
+        self.stack.run_until(fire + timedelta(seconds=5))
 
 
 def expected(zone: str, change: date, wall: time) -> list[datetime]:

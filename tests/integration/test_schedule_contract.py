@@ -378,3 +378,23 @@ def test_the_last_fires_before_end_at_count_toward_the_auto_pause(
     assert (got["status"], got["consecutive_failures"]) == ("PAUSED", 3), got
     assert got["pause_reason"].startswith("3 fires in a row failed: "), got
     assert t.delivered(s["id"]) == every(10, 1, 30)
+
+
+def test_a_resume_of_a_schedule_firing_its_last_fires_before_end_at_changes_nothing(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    """A schedule whose last fires before end_at are dispatched is still firing: a resume of it is
+    a resume of an ACTIVE schedule, which keeps its failure count."""
+    t = Tenant(receiver, "end-at-resume")
+    policy = t.api("POST", "/v1/retry-policies", {"strategy": "fixed", "max_attempts": 1}).body["id"]
+    receiver.script(t.path, Reply(500))
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/10 * * * * *", end_at=iso(at(65)), retry_policy_id=policy)
+    stack.run_until(at(20))
+    stack.clock.set(at(20.5))
+    resumed = t.api("POST", f"/v1/schedules/{s['id']}/resume")
+    assert resumed.status == 200, resumed.body
+    assert (resumed.body["status"], resumed.body["consecutive_failures"]) == ("ACTIVE", 2), resumed.body
+    stack.run_until(at(31))
+    got = t.get(s["id"])
+    assert (got["status"], got["consecutive_failures"]) == ("PAUSED", 3), got

@@ -398,3 +398,24 @@ def test_a_resume_of_a_schedule_firing_its_last_fires_before_end_at_changes_noth
     stack.run_until(at(31))
     got = t.get(s["id"])
     assert (got["status"], got["consecutive_failures"]) == ("PAUSED", 3), got
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an edit back to a timing re-dispatches its fire times onto the Fires the first edit "
+    "cancelled (deterministic keys): they stay CANCELLED and are not delivered",
+)
+def test_an_edit_back_to_the_timing_before_delivers_its_fires_dispatched_ahead(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    """After a timing edit returns, fires after it follow the new timing, also when the edit goes
+    back to a timing whose fires an earlier edit cancelled."""
+    t = Tenant(receiver, "edit-back")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/10 * * * * *")
+    stack.run_until(at(20))
+    stack.clock.set(at(20.5))
+    assert t.api("PATCH", f"/v1/schedules/{s['id']}", {"cron": "*/15 * * * * *"}).status == 200
+    assert t.api("PATCH", f"/v1/schedules/{s['id']}", {"cron": "*/10 * * * * *"}).status == 200
+    stack.run_until(at(130))
+    assert t.delivered(s["id"]) == every(10, 1, 130)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -41,6 +42,7 @@ class Receiver:
     def __init__(self) -> None:
         self.requests: list[Received] = []
         self._script: dict[str, deque[Reply]] = defaultdict(deque)
+        self._decide: dict[str, Callable[[Received], Reply]] = {}
         self._lock = threading.Lock()
         self._open = threading.Condition(self._lock)
         self._in_flight: dict[str, int] = defaultdict(int)
@@ -56,18 +58,21 @@ class Receiver:
                 body = self.rfile.read(length) if length else b""
                 path, _, query = self.path.partition("?")
                 with receiver._lock:
-                    receiver.requests.append(
-                        Received(
-                            self.command,
-                            path,
-                            {k.lower(): v for k, v in self.headers.items()},
-                            body,
-                            time.time(),
-                            query,
-                        )
+                    received = Received(
+                        self.command,
+                        path,
+                        {k.lower(): v for k, v in self.headers.items()},
+                        body,
+                        time.time(),
+                        query,
                     )
+                    receiver.requests.append(received)
                     queue = receiver._script[path]
-                    reply = queue.popleft() if len(queue) > 1 else (queue[0] if queue else Reply())
+                    decide = receiver._decide.get(path)
+                    if decide is not None:
+                        reply = decide(received)
+                    else:
+                        reply = queue.popleft() if len(queue) > 1 else (queue[0] if queue else Reply())
                     receiver._in_flight[path] += 1
                     receiver._max_in_flight[path] = max(
                         receiver._max_in_flight[path], receiver._in_flight[path]
@@ -122,6 +127,11 @@ class Receiver:
     def script(self, path: str, *replies: Reply) -> None:
         with self._lock:
             self._script[path] = deque(replies)
+
+    def answer(self, path: str, decide: Callable[[Received], Reply]) -> None:
+        """Answer each request of `path` with what `decide` says of it (in place of a script)."""
+        with self._lock:
+            self._decide[path] = decide
 
     def received(self, path: str) -> list[Received]:
         with self._lock:

@@ -409,3 +409,102 @@ def test_a_failed_read_of_the_schedule_before_the_request_delays_the_fire_never_
     assert t.delivered(s["id"]) == every(10, 1, 8 * 60)
     fires = t.api("GET", f"/v1/schedules/{s['id']}/fires", query={"limit": "50"}).body["data"]
     assert all(f["status"] == "COMPLETED" for f in fires if f["fire_time"] <= iso(at(7 * 60))), fires
+
+
+def test_a_schedule_whose_last_fires_were_dispatched_ahead_is_active_until_they_are_due(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    """A cron schedule with an end_at is ENDED once no fire time is left before its end, not when
+    its last fire was dispatched ahead: until then it reads ACTIVE with its next fire times."""
+    t = Tenant(receiver, "end-at")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/10 * * * * *", end_at=iso(at(65)))
+    assert (s["status"], s["next_fire_time"]) == ("ACTIVE", iso(at(10)))
+    stack.run_until(at(30))
+    stack.clock.set(at(30.5))
+    got = t.get(s["id"], preview=5)
+    assert (got["status"], got["next_fire_time"]) == ("ACTIVE", iso(at(40))), got
+    assert got["preview"] == [iso(at(40)), iso(at(50)), iso(at(60))], got
+    stack.run_until(at(61))
+    got = t.get(s["id"], preview=5)
+    assert (got["status"], got["next_fire_time"], got["preview"]) == ("ENDED", None, []), got
+    assert t.delivered(s["id"]) == every(10, 1, 60)
+
+
+@pytest.mark.parametrize("policy", ["RUN_ONCE", "SKIP"])
+def test_pausing_a_schedule_that_owes_one_fire_records_it_as_missed(
+    policy: str, stack: VirtualStack, receiver: Receiver
+) -> None:
+    """One fire time passed while the schedule was ACTIVE and no scan dispatched it: the pause
+    records it MISSED, as it does two or more."""
+    t = Tenant(receiver, f"pause-owes-one-{policy}")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/1 * * * *", missed_policy=policy)
+    stack.run_until(at(61))
+    stack.scan_down = True  # the tick of 10:02 dispatches 10:03 no more
+    stack.run_until(at(3 * 60 + 10))
+    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    stack.scan_down = False
+    stack.run_until(at(6 * 60 + 5))
+    fires = t.api("GET", f"/v1/schedules/{s['id']}/fires", query={"limit": "50"}).body["data"]
+    by_time = {f["fire_time"]: f["status"] for f in fires}
+    assert by_time.get(iso(at(180))) == "MISSED", by_time
+    assert t.delivered(s["id"]) == [iso(at(60)), iso(at(120))]
+
+
+def test_the_last_fires_before_end_at_count_toward_the_auto_pause(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    """Fires that fail in the last look-ahead before end_at (all dispatched already) are counted:
+    three in a row pause the schedule, as anywhere else in its life."""
+    t = Tenant(receiver, "end-at-failing")
+    policy = t.api("POST", "/v1/retry-policies", {"strategy": "fixed", "max_attempts": 1}).body["id"]
+    receiver.script(t.path, Reply(500))
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/10 * * * * *", end_at=iso(at(65)), retry_policy_id=policy)
+    stack.run_until(at(61))
+    got = t.get(s["id"])
+    assert (got["status"], got["consecutive_failures"]) == ("PAUSED", 3), got
+    assert got["pause_reason"].startswith("3 fires in a row failed: "), got
+    assert t.delivered(s["id"]) == every(10, 1, 30)
+
+
+def test_a_resume_of_a_schedule_firing_its_last_fires_before_end_at_changes_nothing(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    """A schedule whose last fires before end_at are dispatched is still firing: a resume of it is
+    a resume of an ACTIVE schedule, which keeps its failure count."""
+    t = Tenant(receiver, "end-at-resume")
+    policy = t.api("POST", "/v1/retry-policies", {"strategy": "fixed", "max_attempts": 1}).body["id"]
+    receiver.script(t.path, Reply(500))
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/10 * * * * *", end_at=iso(at(65)), retry_policy_id=policy)
+    stack.run_until(at(20))
+    stack.clock.set(at(20.5))
+    resumed = t.api("POST", f"/v1/schedules/{s['id']}/resume")
+    assert resumed.status == 200, resumed.body
+    assert (resumed.body["status"], resumed.body["consecutive_failures"]) == ("ACTIVE", 2), resumed.body
+    stack.run_until(at(31))
+    got = t.get(s["id"])
+    assert (got["status"], got["consecutive_failures"]) == ("PAUSED", 3), got
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an edit back to a timing re-dispatches its fire times onto the Fires the first edit "
+    "cancelled (deterministic keys): they stay CANCELLED and are not delivered",
+)
+def test_an_edit_back_to_the_timing_before_delivers_its_fires_dispatched_ahead(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    """After a timing edit returns, fires after it follow the new timing, also when the edit goes
+    back to a timing whose fires an earlier edit cancelled."""
+    t = Tenant(receiver, "edit-back")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/10 * * * * *")
+    stack.run_until(at(20))
+    stack.clock.set(at(20.5))
+    assert t.api("PATCH", f"/v1/schedules/{s['id']}", {"cron": "*/15 * * * * *"}).status == 200
+    assert t.api("PATCH", f"/v1/schedules/{s['id']}", {"cron": "*/10 * * * * *"}).status == 200
+    stack.run_until(at(130))
+    assert t.delivered(s["id"]) == every(10, 1, 130)

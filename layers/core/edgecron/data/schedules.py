@@ -505,21 +505,23 @@ def record_outcome(
 ) -> tuple[int, bool]:
     """Count a settled fire: success resets, failure adds one and pauses at `pause_after`, storing
     `pause_reason(failures)` as the schedule's pause reason. Both count only while the schedule is
-    ACTIVE: a paused schedule keeps the count that paused it (a success that ends late, its request
-    made before the pause, does not reset it; resuming does).
+    ACTIVE, or ENDED before its end_at (stored ENDED once its last fire was dispatched ahead, it
+    still fires): a paused schedule keeps the count that paused it (a success that ends late, its
+    request made before the pause, does not reset it; resuming does), and one past its end_at too.
     Returns (consecutive_failures, paused_now). Atomic conditional updates, no read-modify-write."""
     schedule = M(app_id=app_id, schedule_id=schedule_id)
+    firing = (M.status == ScheduleStatus.ACTIVE) | ((M.status == ScheduleStatus.ENDED) & (M.end_at >= now_ms))
     if not failed:
         update_if(
             schedule,
             [M.consecutive_failures.set(0), M.version.add(1)],
-            M.schedule_id.exists() & (M.status == ScheduleStatus.ACTIVE),
+            M.schedule_id.exists() & firing,
         )
         return 0, False
     counted = update_if(
         schedule,
         [M.consecutive_failures.add(1), M.version.add(1), M.updated_at.set(now_ms)],
-        M.schedule_id.exists() & (M.status == ScheduleStatus.ACTIVE),
+        M.schedule_id.exists() & firing,
     )
     if not counted:
         return 0, False
@@ -535,7 +537,7 @@ def record_outcome(
             M.updated_at.set(now_ms),
             *([M.pause_reason.set(pause_reason(failures))] if pause_reason is not None else []),
         ],
-        (M.status == ScheduleStatus.ACTIVE) & (M.consecutive_failures >= pause_after),
+        firing & (M.consecutive_failures >= pause_after),
     )
     return failures, paused
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -13,10 +14,18 @@ from edgecron.data.paging import Page
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule, ScheduleView
 from edgecron.domain.task_runs import TaskRun
+from edgecron.domain.vocabulary import ScheduleStatus
 
 
 def view(schedule: Schedule, now: datetime, preview: int = 0) -> ScheduleView:
+    """The schedule as a user is told it at `now`. A cron schedule is stored ENDED when its last fire
+    inside end_at is dispatched, up to the look-ahead early: until that fire's time it still fires,
+    so it reads ACTIVE with its fire times left."""
     now_ms = clock.to_ms(now)
+    if schedule.status == ScheduleStatus.ENDED and schedule.cron is not None:
+        firing = replace(schedule, status=ScheduleStatus.ACTIVE)
+        if firing.upcoming(now_ms, 1):
+            schedule = firing
     upcoming = schedule.upcoming(now_ms, max(1, preview))
     return ScheduleView(
         schedule,

@@ -276,10 +276,12 @@ def _stop(
 
 
 def resume(app_id: str, schedule_id: str, now: datetime) -> Schedule:
-    """PAUSED → ACTIVE resets the failure counter and continues from the next fire time after now."""
+    """PAUSED → ACTIVE resets the failure counter and continues from the next fire time after now.
+    A schedule that is not paused (ACTIVE, or ENDED: its last fires dispatched, or past its end_at)
+    is left as it is, its failure count included."""
     for _ in range(5):
         schedule = get(app_id, schedule_id)
-        if schedule.status == ScheduleStatus.ACTIVE:
+        if schedule.status != ScheduleStatus.PAUSED:
             return schedule
         version = schedule.version
         schedule = replace(

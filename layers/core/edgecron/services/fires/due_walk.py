@@ -18,6 +18,7 @@ from edgecron.data import queues as queue_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.queues import DeliveryMessage
+from edgecron.domain import cron as cron_rules
 from edgecron.domain import due_slots
 from edgecron.domain.catchup import (
     CatchUpPlan,
@@ -418,13 +419,20 @@ def record_owed(schedule: Schedule, now: datetime) -> Schedule | None:
         or schedule.next_fire_at >= clock.to_ms(cutoff)
     ):
         return schedule
+    spec = schedule.spec()
+    owed = clock.from_ms(schedule.next_fire_at)
     plan = plan_catch_up(
-        schedule.spec(),
+        spec,
         clock.from_ms(schedule.at) if schedule.cron is None and schedule.at is not None else None,
-        clock.from_ms(schedule.next_fire_at),
+        owed,
         _catch_up_until(schedule, cutoff),
         MissedPolicy.SKIP,
     )
+    if plan is None and spec is not None and owed < _catch_up_until(schedule, cutoff):
+        # only its stored next fire time is owed (a scan would dispatch it late): recorded MISSED too
+        plan = CatchUpPlan(
+            dispatch=None, missed=[owed], left_out=0, next_fire=cron_rules.next_fire(spec, owed)
+        )
     return schedule if plan is None else apply_catch_up(schedule, plan, now)
 
 

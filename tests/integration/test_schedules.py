@@ -17,6 +17,7 @@ from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
 from edgecron.data.models import FireModel, TaskRunModel
+from edgecron.domain.fires import OPEN as FIRE_OPEN
 from edgecron.services.fires import dispatch, due_walk
 from edgecron_testing.harness import call_api, delivery_message, invoke, sqs_event
 from edgecron_testing.harness import new_endpoint as endpoint
@@ -343,7 +344,7 @@ def test_update_recomputes_timing_and_rejects_bad_changes(app_key: str, fixed: c
 
 
 def open_fire_times(schedule_id: str) -> list[int]:
-    return [int(f.fire_at) for f in fires_of(schedule_id) if f.is_open]
+    return [int(f.fire_at) for f in fires_of(schedule_id) if f.status in FIRE_OPEN]
 
 
 def test_moving_a_one_time_schedule_cancels_the_fire_dispatched_ahead(

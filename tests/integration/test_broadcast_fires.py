@@ -172,9 +172,11 @@ def test_a_paged_fire_delivers_to_every_endpoint_and_settles_once(
     assert call_api("POST", f"/v1/schedules/{schedule_id}/pause", key=key).status == 200
 
 
-def test_pausing_during_a_paged_fire_stops_its_remaining_pages(
+def test_pausing_during_a_paged_fire_stops_its_remaining_pages_at_its_time(
     receiver: Receiver, pump: Pump, small_pages: None
 ) -> None:
+    """A page that finds the schedule paused waits for the fire's time (a resume before it would
+    deliver the fire); at that time, still paused, it stops the chain and the Fire is CANCELLED."""
     app_id, key = new_app("broadcast-pause")
     api_endpoints(key, 130, receiver.url("/p"))
     fire = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)
@@ -185,11 +187,13 @@ def test_pausing_during_a_paged_fire_stops_its_remaining_pages(
     assert pump.once("FanoutQueue", "fanout", batch=1) == 1  # the first page
     paused = call_api("POST", f"/v1/schedules/{schedule_id}/pause", key=key)
     assert paused.status == 200
-    fan_out_pages(pump, drop=False)
+    fan_out_pages(pump, drop=False)  # the next page waits for the fire's time
     pump.deliveries(quiet_for=max(1.0, fire.timestamp() - datetime.now(UTC).timestamp() + 1.5))
+    fan_out_pages(pump, drop=False)  # the fire's time came: still paused, the chain stops
+    pump.deliveries(quiet_for=1.0)
     assert receiver.received("/p") == []
     runs: list[Any] = app_runs(app_id)
-    assert len(runs) == 60 and all(r.status == "cancelled" for r in runs)
+    assert len(runs) == 60 and all(r.status == "cancelled" for r in runs)  # the first page's
     assert [f.status for f in FireModel.query(schedule_id)] == ["CANCELLED"]
 
 

@@ -489,11 +489,6 @@ def test_a_resume_of_a_schedule_firing_its_last_fires_before_end_at_changes_noth
     assert (got["status"], got["consecutive_failures"]) == ("PAUSED", 3), got
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an edit back to a timing re-dispatches its fire times onto the Fires the first edit "
-    "cancelled (deterministic keys): they stay CANCELLED and are not delivered",
-)
 def test_an_edit_back_to_the_timing_before_delivers_its_fires_dispatched_ahead(
     stack: VirtualStack, receiver: Receiver
 ) -> None:
@@ -508,3 +503,46 @@ def test_an_edit_back_to_the_timing_before_delivers_its_fires_dispatched_ahead(
     assert t.api("PATCH", f"/v1/schedules/{s['id']}", {"cron": "*/10 * * * * *"}).status == 200
     stack.run_until(at(130))
     assert t.delivered(s["id"]) == every(10, 1, 130)
+
+
+@pytest.mark.parametrize("bound", ["listed", "broadcast", "skip_overlap"])
+def test_an_edit_and_an_edit_back_before_a_fire_deliver_it_and_an_edit_alone_does_not(
+    stack: VirtualStack, receiver: Receiver, bound: str
+) -> None:
+    """The same rule for a fire bound to listed Endpoints, to every Endpoint (its fan-out decides)
+    and under an overlap policy (its admission decides): a fire dispatched ahead is delivered iff
+    the timing in effect at its time fires then."""
+    t = Tenant(receiver, f"edit-{bound}")
+    body: dict[str, Any] = {"cron": "0 * * * * *"}  # broadcast: every Endpoint of the App
+    if bound != "broadcast":
+        body["endpoint_ids"] = [t.endpoint_id]
+    if bound == "skip_overlap":
+        body["overlap_policy"] = "SKIP"
+    stack.run_until(at(0.5))
+    created = t.api("POST", "/v1/schedules", body)
+    assert created.status == 201, created.body
+    s = created.body
+    stack.run_until(at(10))  # 10:01:00 dispatched ahead by the create
+    assert t.api("PATCH", f"/v1/schedules/{s['id']}", {"cron": "30 * * * * *"}).status == 200
+    stack.run_until(at(20))
+    assert t.api("PATCH", f"/v1/schedules/{s['id']}", {"cron": "0 * * * * *"}).status == 200
+    stack.run_until(at(62))
+    assert t.delivered(s["id"]) == [iso(at(60))]
+    assert t.api("PATCH", f"/v1/schedules/{s['id']}", {"cron": "30 * * * * *"}).status == 200
+    stack.run_until(at(125))  # 10:02:00 was dispatched ahead before this edit: never delivered
+    assert t.delivered(s["id"]) == [iso(at(60)), iso(at(90))]
+    statuses = {
+        f["fire_time"]: f["status"] for f in t.api("GET", f"/v1/schedules/{s['id']}/fires").body["data"]
+    }
+    assert statuses[iso(at(120))] == "CANCELLED", statuses
+
+
+def test_the_last_fire_of_a_broadcast_schedule_before_its_end_is_delivered(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    t = Tenant(receiver, "broadcast-end")
+    stack.run_until(at(0.5))
+    created = t.api("POST", "/v1/schedules", {"cron": "0 * * * * *", "end_at": iso(at(90))})
+    assert created.status == 201, created.body
+    stack.run_until(at(125))
+    assert t.delivered(created.body["id"]) == [iso(at(60))]

@@ -347,10 +347,22 @@ def open_fire_times(schedule_id: str) -> list[int]:
     return [int(f.fire_at) for f in fires_of(schedule_id) if f.status in FIRE_OPEN]
 
 
-def test_moving_a_one_time_schedule_cancels_the_fire_dispatched_ahead(
+def _deliver_at(moment: datetime, fixed: clock.FixedClock, schedule_id: str, fire_ms: int) -> list[str]:
+    """The worker handles the runs of the Fire at `fire_ms` at `moment`, as SQS hands their
+    messages over then: the statuses they end in."""
+    fire = fire_data.get(schedule_id, fire_ms)
+    assert fire is not None
+    fixed.set(moment)
+    run_ids = fire_data.run_ids_of(fire)
+    invoke(
+        "worker", sqs_event([delivery_message(r, fire.app_id) for r in run_ids], queue("DeliveryQueue").arn)
+    )
+    return [str(r.status) for r in run_data.get_many(fire.app_id, run_ids)]
+
+
+def test_moving_a_one_time_schedule_withholds_the_fire_dispatched_ahead_at_its_time(
     app_key: str, fixed: clock.FixedClock
 ) -> None:
-    app_id = call_api("GET", "/v1/schedules", key=app_key)  # the key works
     ep = endpoint(app_key)
     old_at = T0 + timedelta(seconds=30)
     s = schedule(app_key, at=old_at.isoformat(), endpoint_ids=[ep])
@@ -358,30 +370,42 @@ def test_moving_a_one_time_schedule_cancels_the_fire_dispatched_ahead(
     new_at = T0 + timedelta(minutes=10)
     patched = call_api("PATCH", f"/v1/schedules/{s['id']}", key=app_key, body={"at": new_at.isoformat()})
     assert patched.status == 200 and patched.body["next_fire_time"] == "2026-06-01T12:10:00.000Z"
-    old = fire_data.get(s["id"], clock.to_ms(old_at))
-    assert old is not None and old.status == "CANCELLED"
-    runs = run_data.get_many(old.app_id, fire_data.run_ids_of(old))
-    assert [r.status for r in runs] == ["cancelled"]
-    assert app_id.status == 200
+    # decided at its time (an edit back before then would deliver it): withheld, never sent
+    assert open_fire_times(s["id"]) == [clock.to_ms(old_at)]
+    assert _deliver_at(old_at, fixed, s["id"], clock.to_ms(old_at)) == ["cancelled"]
+    [fire] = call_api("GET", f"/v1/schedules/{s['id']}/fires", key=app_key).body["data"]
+    assert (fire["fire_time"], fire["status"]) == (clock.iso_ms(clock.to_ms(old_at)), "CANCELLED")
+    run = call_api("GET", f"/v1/task-runs/{fire['runs'][0]['id']}", key=app_key).body
+    assert (
+        run["status"] == "cancelled"
+        and run["last_error"] == "schedule edited: it no longer fires at this time"
+    )
+    assert call_api("GET", f"/v1/task-runs/{run['id']}/attempts", key=app_key).body["data"] == []
 
 
-def test_editing_a_cron_cancels_only_the_fires_it_no_longer_has(
-    app_key: str, fixed: clock.FixedClock, pump: Pump
+def test_editing_a_cron_withholds_at_their_time_only_the_fires_it_no_longer_has(
+    app_key: str, fixed: clock.FixedClock, pump: Pump, receiver: Receiver
 ) -> None:
-    ep = endpoint(app_key)
+    ep = endpoint(app_key, receiver.url("/edit"))
     s = schedule(app_key, cron="*/10 * * * * *", endpoint_ids=[ep])
     assert pump_window(pump) >= 1  # the rest of the create's window
     t0 = clock.to_ms(T0)
-    assert open_fire_times(s["id"]) == [t0 + 10_000 * i for i in range(1, 8)]
+    dispatched = [t0 + 10_000 * i for i in range(1, 8)]
+    assert open_fire_times(s["id"]) == dispatched
+    fixed.set(T0 + timedelta(seconds=5))
     call_api("PATCH", f"/v1/schedules/{s['id']}", key=app_key, body={"cron": "*/20 * * * * *"})
-    # :10, :30, :50 and 1:10 are not fire times any more; :20, :40 and 1:00 still are and stay
-    assert open_fire_times(s["id"]) == [t0 + 20_000, t0 + 40_000, t0 + 60_000]
-    cancelled = sorted(int(f.fire_at) for f in fires_of(s["id"]) if f.status == "CANCELLED")
-    assert cancelled == [t0 + 10_000, t0 + 30_000, t0 + 50_000, t0 + 70_000]
     call_api("PATCH", f"/v1/schedules/{s['id']}", key=app_key, body={"timezone": "Asia/Kolkata"})
-    assert open_fire_times(s["id"]) == [t0 + 20_000, t0 + 40_000, t0 + 60_000]  # UTC+5:30 keeps seconds
-    call_api("PATCH", f"/v1/schedules/{s['id']}", key=app_key, body={"cron": "0 0 * * *"})
-    assert open_fire_times(s["id"]) == []
+    assert open_fire_times(s["id"]) == dispatched  # each is decided at its time
+    # :10 is not a fire time any more; :20 still is (UTC+5:30 keeps seconds)
+    ten, twenty = t0 + 10_000, t0 + 20_000
+    assert _deliver_at(clock.from_ms(ten), fixed, s["id"], ten) == ["cancelled"]
+    assert _deliver_at(clock.from_ms(twenty), fixed, s["id"], twenty) == ["success"]
+    assert [r.headers["edgecron-fire-time"] for r in receiver.received("/edit")] == [clock.iso_ms(twenty)]
+    listed = call_api("GET", f"/v1/schedules/{s['id']}/fires", key=app_key, query={"limit": "50"}).body[
+        "data"
+    ]
+    statuses = {f["fire_time"]: f["status"] for f in listed}
+    assert (statuses[clock.iso_ms(ten)], statuses[clock.iso_ms(twenty)]) == ("CANCELLED", "COMPLETED")
 
 
 def test_pause_cancels_a_fire_the_open_fires_index_does_not_show_yet(

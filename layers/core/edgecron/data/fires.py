@@ -180,7 +180,7 @@ def get(schedule_id: str, fire_at_ms: int) -> Fire | None:
 
 def record_page(fire: Fire, page: FanoutPage, now_ms: int) -> str:
     """Record one fan-out page of a paged Fire with its counters, all or nothing, while the Fire is
-    open and its schedule ACTIVE; the last page also marks the Fire dispatched. Returns recorded |
+    open and its schedule ACTIVE (or ENDED: its last fires go on); the last page also marks the Fire dispatched. Returns recorded |
     exists (an earlier delivery recorded it) | stopped (the Fire settled or the schedule was paused
     or deleted: the page's runs must not be delivered)."""
     n = page.page
@@ -196,7 +196,7 @@ def record_page(fire: Fire, page: FanoutPage, now_ms: int) -> str:
     reasons = fanout_pages.record(
         page,
         (owner, actions, M.status.is_in(*OPEN) & in_order),
-        [(S, fire.app_id, fire.schedule_id, S.status == ScheduleStatus.ACTIVE)],
+        [(S, fire.app_id, fire.schedule_id, S.status.is_in(ScheduleStatus.ACTIVE, ScheduleStatus.ENDED))],
     )
     if not reasons:
         return "recorded"

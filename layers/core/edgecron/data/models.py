@@ -200,6 +200,7 @@ class ScheduleModel(Model):
     finished = BooleanAttribute(default=False)
     missed_left_out = NumberAttribute(default=0)
     last_fire_at = NumberAttribute(null=True)
+    timing_since = NumberAttribute(null=True)  # when its current timing took effect (a timing edit)
     version = NumberAttribute(default=1)
     created_at = NumberAttribute()
     updated_at = NumberAttribute()

@@ -91,6 +91,7 @@ def _stored(row: ScheduleModel) -> Schedule:
         finished=bool(row.finished),
         missed_left_out=int(row.missed_left_out or 0),
         last_fire_at=_opt_int(row.last_fire_at),
+        timing_since=_opt_int(row.timing_since),
         version=int(row.version or 0),
         as_stored=_Stored(_opt_int(row.due_slot), _opt_int(row.next_fire_at)),
     )
@@ -154,6 +155,7 @@ def _row(schedule: Schedule) -> ScheduleModel:
         finished=schedule.finished,
         missed_left_out=schedule.missed_left_out,
         last_fire_at=schedule.last_fire_at,
+        timing_since=schedule.timing_since,
         version=schedule.version,
         created_at=schedule.created_at,
         updated_at=schedule.updated_at,

@@ -43,6 +43,9 @@ class Schedule:
     finished: bool = False
     missed_left_out: int = 0  # MISSED Fires a catch-up counted but did not write
     last_fire_at: int | None = None  # the latest fire time dispatched
+    # when its current timing took effect (a timing edit; None: unedited since it was created), so a
+    # run dispatched ahead under an earlier timing is withheld at its time if this one has no such fire
+    timing_since: int | None = None
     version: int = 1  # moved by every write: the compare-and-set of user edits
     # How the data layer stored this copy (its due index entry, and its next_fire_at as stored, which
     # lags the next fire on a day or hour wheel: see walked_past), which its compare-and-set writes
@@ -61,6 +64,26 @@ class Schedule:
     def fires_next_at(self, fire_at_ms: int) -> bool:
         """ACTIVE, and its stored next fire time is `fire_at_ms`: a dispatcher may fire it."""
         return self.is_active and self.next_fire_at == fire_at_ms
+
+    def has_fire_at(self, fire_at_ms: int) -> bool:
+        """Whether its timing fires at `fire_at_ms`, inside its [start_at, end_at] window."""
+        spec = self.spec()
+        if spec is None:
+            return self.at == fire_at_ms
+        if self.start_at is not None and fire_at_ms < self.start_at:
+            return False
+        nxt = cron_rules.next_fire(spec, clock.from_ms(fire_at_ms - 1000))
+        return nxt is not None and self.within_window(clock.to_ms(nxt)) == fire_at_ms
+
+    def withholds(self, fire_at_ms: int, dispatched_at_ms: int) -> bool:
+        """Whether a fire dispatched ahead at `dispatched_at_ms` under an earlier timing must not be
+        delivered: a timing edit took effect after it was dispatched and before its time, and the
+        timing now has no such fire. A fire whose time came by the edit belongs to the timing of its
+        time and goes on; one dispatched after the edit was dispatched by the timing it has."""
+        since = self.timing_since
+        return (
+            since is not None and dispatched_at_ms <= since < fire_at_ms and not self.has_fire_at(fire_at_ms)
+        )
 
     def spec(self) -> cron_rules.CronSpec | None:
         """Its cron expression in its time zone; None for a one-time schedule."""

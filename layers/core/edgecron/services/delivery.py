@@ -197,8 +197,9 @@ def _deliver(
         _wait_until_due(run, now_ms)
         if run.source == Source.SCHEDULE:
             ctx = replace(ctx, schedule=settle.schedule_of(run))
-            if settle.stopped(ctx.schedule):  # read last, right before the request: a pause wins
-                settle.cancel_claimed(run, clock.to_ms(clock.now()), settle.STOPPED, ctx.schedule)
+            reason = settle.withheld(ctx.schedule, run)  # read last, right before the request
+            if reason is not None:  # a pause, a delete or a timing edit that returned before wins
+                settle.cancel_claimed(run, clock.to_ms(clock.now()), reason, ctx.schedule)
                 return DeliveryReport(run_id, "cancelled")
             if run.fire_at is not None and run.total_attempts == 1:
                 millis(FIRE_LAG_MS, max(0, clock.to_ms(clock.now()) - int(run.fire_at)))

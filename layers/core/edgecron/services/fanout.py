@@ -214,10 +214,11 @@ def _fire_page(message: FirePage, page_size: int) -> FanoutReport:
     if fire.waits_for_admission:
         return FanoutReport("skipped")  # its overlap policy has not let it start
     schedule = schedule_data.get(fire.app_id, schedule_id, consistent=True)
-    if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
-        if _defer_while_paused(message, fire, schedule, now_ms):
+    reason = _withheld(schedule, fire)
+    if schedule is None or reason is not None:
+        if _defer_until_due(message, fire, schedule, now_ms):
             return FanoutReport("deferred")
-        stop_fire(fire, [], now_ms)
+        stop_fire(fire, [], now_ms, reason or STOPPED)
         return FanoutReport("stopped")
     n = _page_number(message)
     if n is None:
@@ -231,7 +232,7 @@ def _fire_page(message: FirePage, page_size: int) -> FanoutReport:
         created = _create_fire_runs(schedule, fire, targets, now_ms)
         page = _new_page(owner, n, fire.app_id, message.cursor, endpoints, targets, more, now_ms)
         outcome = fire_data.record_page(fire, page, now_ms)
-        if outcome == "stopped" and _defer_while_paused(
+        if outcome == "stopped" and _defer_until_due(
             message, fire, schedule_data.get(fire.app_id, schedule_id, consistent=True), now_ms
         ):
             return FanoutReport("deferred", len(targets), created)
@@ -260,11 +261,22 @@ def _fire_page(message: FirePage, page_size: int) -> FanoutReport:
     return FanoutReport("done", len(ids), created)
 
 
-def _defer_while_paused(message: FirePage, fire: Fire, schedule: Schedule | None, now_ms: int) -> bool:
-    """A page of a broadcast Fire found its schedule paused before the fire's due time: the page
-    waits for that time (the message comes back then), since a resume before it means the fire is
-    delivered. A deleted schedule, a settled Fire or a due time that came stop it (False)."""
-    if schedule is None or schedule.status != ScheduleStatus.PAUSED or fire.due_ms <= now_ms:
+def _withheld(schedule: Schedule | None, fire: Fire) -> str | None:
+    """Why a broadcast Fire's runs must not be created now, or None: as the worker decides for a run
+    (settle.withheld), with the Fire's dispatch time. An ENDED schedule's last fires go on."""
+    if schedule is None or schedule.status == ScheduleStatus.PAUSED:
+        return STOPPED
+    if not fire.manual and schedule.withholds(fire.fire_at, fire.created_at):
+        return settle.EDITED
+    return None
+
+
+def _defer_until_due(message: FirePage, fire: Fire, schedule: Schedule | None, now_ms: int) -> bool:
+    """A page of a broadcast Fire found its schedule paused, or re-timed without its fire time,
+    before the fire's due time: the page waits for that time (the message comes back then), since a
+    resume or an edit back before it means the fire is delivered. A deleted schedule, a settled Fire
+    or a due time that came stop it (False)."""
+    if schedule is None or fire.due_ms <= now_ms:
         return False
     current = fire_data.get(fire.schedule_id, fire.fire_at)
     if current is None or not current.is_open:
@@ -296,17 +308,17 @@ def _after_last_page(schedule_id: str, fire_at: int, last_ids: list[str], now_ms
     settle.settle_if_done(fire, now_ms)
 
 
-def stop_fire(fire: Fire, unrecorded_run_ids: list[str], now_ms: int) -> None:
+def stop_fire(fire: Fire, unrecorded_run_ids: list[str], now_ms: int, reason: str = STOPPED) -> None:
     """The schedule was paused or deleted while its Fire was fanned out: no run of it is delivered.
     Runs of recorded pages were cancelled by the pause (or are here); runs of a page that could not
     be recorded are cancelled here; the Fire settles CANCELLED."""
     recorded = [rid for page in fire_data.run_id_pages(fire) for rid in page]
     for run in run_data.get_many(fire.app_id, recorded + unrecorded_run_ids):
         if run.status in st.CANCELLABLE:
-            run_data.cancel(run, now_ms, STOPPED)
+            run_data.cancel(run, now_ms, reason)
     current = fire_data.get(fire.schedule_id, fire.fire_at)
     if current is not None and current.is_open:
-        settle.settle_as(current, FireStatus.CANCELLED, now_ms, STOPPED)
+        settle.settle_as(current, FireStatus.CANCELLED, now_ms, reason)
 
 
 def handle_dead_letter(body: FanoutBody | str, receive_count: int) -> str:

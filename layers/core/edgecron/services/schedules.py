@@ -159,19 +159,13 @@ def update(app_id: str, schedule_id: str, req: ScheduleUpdate, now: datetime) ->
         if _TIMING & changes.keys():
             if {"cron", "timezone"} & changes.keys():
                 _check_fires_left(schedule.cron, schedule.timezone, now)
-            schedule = _timed(schedule, now)
+            # fires dispatched ahead under the timing before are withheld at their time if this one
+            # has none there (Schedule.withholds): an edit back before then delivers them
+            schedule = _timed(replace(schedule, timing_since=clock.to_ms(now)), now)
         if data.save_if_version(schedule, version):
             break
     else:
         raise Conflict("the schedule is changing concurrently; try again", "id")
-    if _TIMING & changes.keys():
-        now_ms = clock.to_ms(now)
-        settle.cancel_open(
-            schedule_id,
-            now_ms,
-            "schedule edited: it no longer fires at this time",
-            keep=lambda fire: fire.fire_at <= now_ms or still_fires_at(schedule, fire.fire_at),
-        )
     if status == ScheduleStatus.PAUSED:
         return pause(app_id, schedule_id, now)
     if status == ScheduleStatus.ACTIVE:
@@ -208,17 +202,6 @@ def _edited_fields(schedule: Schedule, changes: dict[str, Any]) -> dict[str, Any
             value = changes[field]
             fields[field] = clock.to_ms(value) if isinstance(value, datetime) else None
     return fields
-
-
-def still_fires_at(schedule: Schedule, fire_at_ms: int) -> bool:
-    """Whether the schedule, as edited, fires at `fire_at_ms` (a Fire dispatched ahead before the
-    edit stays if so; one it no longer has is cancelled, or it would deliver at the old time)."""
-    spec = schedule.spec()
-    if spec is None:
-        return schedule.next_fire_at == fire_at_ms
-    nxt = cron.next_fire(spec, clock.from_ms(fire_at_ms - 1000))
-    in_window = schedule.start_at is None or fire_at_ms >= schedule.start_at
-    return in_window and nxt is not None and schedule.within_window(clock.to_ms(nxt)) == fire_at_ms
 
 
 def pause(app_id: str, schedule_id: str, now: datetime, reason: str | None = None) -> Schedule:

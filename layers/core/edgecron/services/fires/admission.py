@@ -63,15 +63,18 @@ def _admit_once(schedule_id: str, fire_at_ms: int, app_id: str, now_ms: int) -> 
     if fire is None or fire.app_id != app_id or not fire.is_open or fire.overlap is None:
         return "ignored"  # settled (skipped, cancelled, ...) or unknown
     schedule = schedule_data.get(app_id, schedule_id, consistent=True)
-    if schedule is None or schedule.status != ScheduleStatus.ACTIVE:
+    if schedule is not None and fire.admitted_at is None and fire.due_ms > now_ms + EARLY_MS:
+        turns.send_gate(fire, now_ms)  # decided at its due time: a resume or an edit may come first
+        return "early"
+    if schedule is None or schedule.status == ScheduleStatus.PAUSED:
         settle.cancel_fire(fire, now_ms, dispatch.STOPPED)
+        return "stopped"
+    if fire.admitted_at is None and not fire.manual and schedule.withholds(fire_at_ms, fire.created_at):
+        settle.cancel_fire(fire, now_ms, settle.EDITED)
         return "stopped"
     if fire.admitted_at is not None:  # admitted before: make sure its runs went out
         dispatch.start_admitted(schedule, fire, now_ms)
         return "started"
-    if fire.due_ms > now_ms + EARLY_MS:
-        turns.send_gate(fire, now_ms)
-        return "early"
     turn, running, _ = _turn(schedule)
     decision = admit(OverlapPolicy(fire.overlap), fire_at_ms, turn)
     if decision is Admission.HAND_OVER and running is not None:

@@ -262,9 +262,7 @@ def _edited_away(current: Schedule, fire_at_ms: int, now_ms: int) -> bool:
     is read with its stored timing: a wheel schedule's may lag, so the cron expression decides."""
     if current.next_fire_at == fire_at_ms or fire_at_ms <= now_ms:
         return False
-    if current.cron is None:
-        return True
-    return current.next_after(fire_at_ms - 1000) != fire_at_ms
+    return not current.has_fire_at(fire_at_ms)
 
 
 def run_plan(fire: Fire, now_ms: int) -> tuple[bool, int | None]:

@@ -82,10 +82,18 @@ def schedule_of(run: TaskRun) -> Schedule | None:
     return schedule_data.get(run.app_id, run.source_id, consistent=True)
 
 
-def stopped(schedule: Schedule | None) -> bool:
-    """Whether a schedule's runs must not be sent: it is paused or deleted. An ENDED schedule's
-    last fires, dispatched while it still fired, are delivered."""
-    return schedule is None or schedule.status == ScheduleStatus.PAUSED
+EDITED = "schedule edited: it no longer fires at this time"
+
+
+def withheld(schedule: Schedule | None, run: TaskRun) -> str | None:
+    """Why a schedule run must not be sent now, or None: its schedule is paused or deleted, or a
+    timing edit made before the run's fire time has no such fire (Schedule.withholds). An ENDED
+    schedule's last fires, dispatched while it still fired, are delivered."""
+    if schedule is None or schedule.status == ScheduleStatus.PAUSED:
+        return STOPPED
+    if run.fire_at is not None and schedule.withholds(int(run.fire_at), run.created_at):
+        return EDITED
+    return None
 
 
 def cancel_claimed(run: TaskRun, now_ms: int, reason: str, schedule: Schedule | None = None) -> None:

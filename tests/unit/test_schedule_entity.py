@@ -93,3 +93,26 @@ def test_a_walk_follows_the_time_zone_across_a_daylight_saving_change() -> None:
     walked = daily.walked_past(ms(2027, 3, 14, 20))
     assert walked.next_fire_at == ms(2027, 3, 15, 13)
     assert walked.last_fire_at == ms(2027, 3, 14, 13)
+
+
+HOUR = 3_600_000
+TOP = 1_780_002_000_000  # a whole hour (UTC): a fire time of "0 * * * *"
+
+
+def test_a_timing_fires_at_its_cron_times_inside_its_window_and_a_one_time_schedule_at_its_time() -> None:
+    assert schedule().has_fire_at(TOP) and not schedule().has_fire_at(TOP + 60_000)
+    assert not schedule(start_at=TOP + 1).has_fire_at(TOP)
+    assert not schedule(end_at=TOP - 1).has_fire_at(TOP)
+    one_time = schedule(cron=None, at=TOP + 123)
+    assert one_time.has_fire_at(TOP + 123) and not one_time.has_fire_at(TOP)
+
+
+def test_an_edit_withholds_only_fires_dispatched_before_it_due_after_it_that_the_timing_lacks() -> None:
+    edited = schedule(cron="30 * * * *", timing_since=TOP - HOUR // 2)  # edited at :30 of the hour before
+    assert edited.withholds(TOP, dispatched_at_ms=TOP - HOUR // 2 - 10_000)  # dispatched before the edit
+    assert not edited.withholds(TOP, dispatched_at_ms=TOP - HOUR // 2 + 1)  # by the timing it has
+    assert not edited.withholds(TOP + HOUR // 2, dispatched_at_ms=TOP - HOUR)  # the timing has it
+    assert not edited.withholds(TOP - HOUR, dispatched_at_ms=TOP - 2 * HOUR)  # its time came first
+    assert not schedule(cron="30 * * * *").withholds(TOP, dispatched_at_ms=0)  # never edited
+    back = schedule(timing_since=TOP - 10_000)  # an edit back to "0 * * * *" before the fire
+    assert not back.withholds(TOP, dispatched_at_ms=TOP - 60_000)

@@ -3,7 +3,6 @@ AWS call fails and however a function dies (data-model.md, Usage). Each test inj
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -15,33 +14,9 @@ from edgecron_testing import faults
 from edgecron_testing.harness import call_api, invoke
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import ADMIN_KEY, Pump, new_app
+from tests.integration.test_usage_check import _create_runs, _direct, _endpoint
 
 LAG_SEC = 230  # when a run sent at creation is checked (REDISPATCH_AFTER_SEC - LOOKAHEAD_SEC)
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.close()
-
-
-def _endpoint(key: str, url: str) -> str:
-    resp = call_api("POST", "/v1/endpoints", key=key, body={"url": url})
-    assert resp.status == 201, resp.body
-    return str(resp.body["id"])
-
-
-def _create_runs(key: str, endpoint_id: str, n: int) -> None:
-    for _ in range(n):
-        resp = call_api("POST", "/v1/task-runs", key=key, body={"endpoint_id": endpoint_id})
-        assert resp.status == 201, resp.body
-
-
-def _direct(key: str, month: str | None = None) -> int:
-    resp = call_api("GET", "/v1/usage", key=key, query={"month": month} if month else None)
-    assert resp.status == 200, resp.body
-    return int(resp.body["direct"])
 
 
 def test_a_worker_killed_after_its_request_bills_the_run_of_an_app_with_a_quota_once(

@@ -14,10 +14,13 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from edgecron_testing.iam import acting_as
+
+if TYPE_CHECKING:
+    from edgecron.clock import FixedClock
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -208,3 +211,21 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
             }
         )
     return {"Records": records}
+
+
+def usage_once_checked(
+    fixed: FixedClock, key: str, *, through: datetime | None = None, **query: str
+) -> dict[str, Any]:
+    """The App's usage once the scan's check of recent runs has read every run due up to `through`
+    (default: the end of the current look-ahead window, which holds every fire dispatched so far).
+    The check counts the direct runs and schedule fires of an App without a quota a few minutes
+    after their time: the injected clock moves to `through` plus the check's lag, a scan runs, and
+    the usage is read."""
+    from edgecron.config import get_settings
+    from edgecron.data.run_checks import check_lag_ms
+
+    settings = get_settings()
+    until = through or fixed.now() + timedelta(milliseconds=settings.lookahead_ms)
+    fixed.set(until + timedelta(milliseconds=check_lag_ms(settings) + 1000))
+    invoke("scan", {"detail": {}})
+    return dict(call_api("GET", "/v1/usage", key=key, query=query or None).body)

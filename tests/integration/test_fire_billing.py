@@ -1,24 +1,26 @@
-"""A scan bills the schedule fires it dispatches per App in a few usage ADDs: it reserves triggers
-ahead (each reservation twice the one before), spends one per Fire it creates and takes back the
-rest at the end of the tick. A fire is billed before its Fire is written, so a scan that dies
-bills too much, never too little, and the quota check does not count what is only reserved."""
+"""A schedule fire is one billable trigger, counted with the first write that creates its deliveries
+(services/usage.py): the put of its first Endpoint's run, by that put's transaction for an App with
+a quota and by the scan's check of recent runs for one without, or the record of a broadcast fire's
+first fan-out page. Each is one conditional write, done once or not at all, so the count is exact
+whatever fails: each test below kills a function or loses an answer once and counts what is billed."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import contextlib
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from edgecron import clock
 from edgecron.data import fires as fire_data
-from edgecron.data import usage as usage_data
-from edgecron.data.models import FireModel
+from edgecron.data.models import FireModel, RunsCheckedModel
 from edgecron.domain.vocabulary import FireStatus
-from edgecron_testing.harness import call_api, invoke, load_event, schedules_firing_once
-from edgecron_testing.inprocess import usage_writes
+from edgecron_testing import faults
+from edgecron_testing.harness import call_api, invoke, load_event, schedules_firing_once, usage_once_checked
+from edgecron_testing.inprocess import UpdateItemCalls, usage_writes
 from edgecron_testing.receiver import Receiver
-from tests.integration.conftest import ADMIN_KEY, new_app
+from tests.integration.conftest import ADMIN_KEY, Pump, app_runs, new_app
 
 
 class ScanDied(BaseException):
@@ -35,7 +37,7 @@ def _billed(key: str) -> int:
 
 def _setup(
     receiver: Receiver, name: str, n: int, quota: int | None = None
-) -> tuple[str, str, datetime, list[str]]:
+) -> tuple[str, str, clock.FixedClock, list[str]]:
     app_id, key = new_app(name)
     if quota is not None:
         resp = call_api("PUT", f"/v1/apps/{app_id}/quota", key=ADMIN_KEY, body={"monthly_quota": quota})
@@ -43,49 +45,50 @@ def _setup(
     endpoint = call_api("POST", "/v1/endpoints", key=key, body={"url": receiver.url(f"/{name}")})
     assert endpoint.status == 201, endpoint.body
     fire_at, ids = schedules_firing_once(key, str(endpoint.body["id"]), n)
-    return app_id, key, fire_at, ids
+    fixed = clock.FixedClock(fire_at)
+    clock.set_clock(fixed)
+    return app_id, key, fixed, ids
 
 
-def test_a_scan_bills_ten_fires_of_one_app_with_five_adds(receiver: Receiver) -> None:
-    app_id, key, fire_at, ids = _setup(receiver, "bill-ten", 10)
-    clock.set_clock(clock.FixedClock(fire_at))
-    with usage_writes(app_id) as writes:
+def test_ten_fires_of_an_app_without_a_quota_are_billed_by_the_check_with_one_write(
+    receiver: Receiver,
+) -> None:
+    app_id, key, fixed, ids = _setup(receiver, "bill-ten", 10)
+    with usage_writes(app_id) as dispatch_writes:
         invoke("scan", load_event("scan.json"))
-    fires = _fires(ids)
-    assert len(fires) == 10
-    assert _billed(key) == 10
-    assert writes.updates == 5  # reserved 1 + 2 + 4 + 8, the 5 left over taken back in one ADD
+    assert len(_fires(ids)) == 10
+    assert dispatch_writes.updates == 0  # the fires' runs are marked for the check: nothing added yet
+    assert _billed(key) == 0
+    with usage_writes(app_id) as counter_writes, UpdateItemCalls(RunsCheckedModel, app_id) as mark_writes:
+        assert usage_once_checked(fixed, key)["schedule"] == 10
+    assert (counter_writes.updates, mark_writes.updates) == (0, 1)  # with the one move of the check's mark
 
 
-def test_fires_within_the_quota_all_run_though_the_scan_reserved_more(receiver: Receiver) -> None:
-    """Ten fires against a quota of ten: the reservation took the counter to 15, the check sees 9
-    before the last fire."""
-    _, key, fire_at, ids = _setup(receiver, "bill-quota", 10, quota=10)
-    clock.set_clock(clock.FixedClock(fire_at))
+def test_fires_within_the_quota_all_run_and_each_is_billed_with_its_run(receiver: Receiver) -> None:
+    _, key, _, ids = _setup(receiver, "bill-quota", 10, quota=10)
     invoke("scan", load_event("scan.json"))
     fires = _fires(ids)
     assert len(fires) == 10
     assert all(fire.status != FireStatus.FAILED for fire in fires), [(f.status, f.error) for f in fires]
-    assert _billed(key) == 10
+    assert _billed(key) == 10  # at once: a quota reads the counter
 
 
 def test_a_fire_over_the_quota_in_the_same_tick_fails_unbilled(receiver: Receiver) -> None:
-    _, key, fire_at, ids = _setup(receiver, "bill-over", 4, quota=3)
-    clock.set_clock(clock.FixedClock(fire_at))
+    _, key, _, ids = _setup(receiver, "bill-over", 4, quota=3)
     invoke("scan", load_event("scan.json"))
     statuses = [fire.status for fire in _fires(ids)]
     assert statuses.count(FireStatus.FAILED) == 1, statuses
     assert _billed(key) == 3
 
 
-def test_a_scan_that_dies_mid_tick_bills_every_fire_it_wrote(
-    receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("quota", [None, 100], ids=["no_quota", "quota"])
+def test_a_scan_killed_mid_tick_bills_every_fire_once(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch, quota: int | None
 ) -> None:
-    """The reserved triggers it did not spend stay billed (too much, never too little); the next
-    scan finishes the tick and bills only the Fires it creates."""
-    _, key, fire_at, ids = _setup(receiver, "bill-died", 6)
-    clock.set_clock(clock.FixedClock(fire_at))
-    create, add = fire_data.create, usage_data.add
+    """The scan dies after writing three of six Fires; the next tick finishes the tick (the same
+    Fires, their runs) and every fire is billed exactly once."""
+    _, key, fixed, ids = _setup(receiver, f"bill-died-{quota}", 6, quota=quota)
+    create = fire_data.create
     written = 0
 
     def dies_after_three(*args: Any, **kwargs: Any) -> tuple[FireModel, bool]:
@@ -95,19 +98,58 @@ def test_a_scan_that_dies_mid_tick_bills_every_fire_it_wrote(
         written += 1
         return create(*args, **kwargs)
 
-    def no_take_back(app_id: str, month: str, kind: str, amount: int = 1) -> None:
-        if amount < 0:
-            raise ScanDied  # killed: the end of the tick never runs
-        add(app_id, month, kind, amount)
-
     with monkeypatch.context() as patch:
         patch.setattr(fire_data, "create", dies_after_three)
-        patch.setattr(usage_data, "add", no_take_back)
         with pytest.raises(ScanDied):
             invoke("scan", load_event("scan.json"))
     assert len(_fires(ids)) == 3
-    died_billed = _billed(key)
-    assert died_billed == 7  # three written, the fourth reserved with three more: 1 + 2 + 4
     invoke("scan", load_event("scan.json"))
     assert len(_fires(ids)) == 6
-    assert _billed(key) == died_billed + 3  # the next scan bills the three Fires it writes
+    assert usage_once_checked(fixed, key)["schedule"] == 6
+
+
+@pytest.mark.parametrize(
+    ("kind", "quota"),
+    [(faults.AFTER, 100), (faults.KILL_AFTER, 100), (faults.KILL_AFTER, None)],
+    ids=["answer_lost_quota", "killed_after_quota", "killed_after_no_quota"],
+)
+def test_a_scan_that_dies_at_a_fires_first_run_bills_it_once(
+    receiver: Receiver, kind: str, quota: int | None
+) -> None:
+    """The put of a fire's first run takes effect and the scan loses its answer or dies there; the
+    next tick puts the run again (it exists) and the fire is still one trigger."""
+    app_id, key, fixed, ids = _setup(receiver, f"bill-run-{kind}-{quota}", 2, quota=quota)
+    operation = "TransactWriteItems" if quota else "PutItem"
+    with faults.Faults() as f:
+        f.on("dynamodb", operation, kind=kind, function="scan", table="RunsTable")
+        with contextlib.suppress(faults.InvocationKilled):
+            invoke("scan", load_event("scan.json"))
+    assert sum(f.by_kind().values()) == 1
+    invoke("scan", load_event("scan.json"))
+    assert {run.source_id for run in app_runs(app_id)} == set(ids)
+    assert usage_once_checked(fixed, key)["schedule"] == 2
+
+
+def test_a_broadcast_fire_is_billed_once_by_its_first_page_whose_record_was_repeated(
+    receiver: Receiver, pump: Pump
+) -> None:
+    """The fan-out dies right after recording the first page of a broadcast fire; SQS gives the
+    page again, which finds it recorded, and the fire is one trigger."""
+    app_id, key = new_app("bill-broadcast")
+    for i in range(3):
+        assert call_api("POST", "/v1/endpoints", key=key, body={"url": receiver.url(f"/b{i}")}).status == 201
+    fire = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)
+    resp = call_api(
+        "POST", "/v1/schedules", key=key, body={"cron": f"{fire.second} {fire.minute} {fire.hour} * * *"}
+    )
+    assert resp.status == 201, resp.body
+    with faults.Faults() as f:
+        f.on("dynamodb", "TransactWriteItems", kind=faults.KILL_AFTER, function="fanout")
+        pump.once("FanoutQueue", "fanout")
+    assert f.count(faults.KILL_AFTER) == 1
+    fixed = clock.FixedClock(datetime.now(UTC) + timedelta(seconds=61))  # its visibility timeout
+    clock.set_clock(fixed)
+    faults.return_in_flight()
+    pump.deliveries()
+    assert len(app_runs(app_id)) == 3
+    assert _billed(key) == 1

@@ -124,23 +124,29 @@ def record(
     page: FanoutPage,
     owner_update: tuple[Any, list[Any], Any],
     checks: list[tuple[Any, str, str | None, Any]] | None = None,
+    *,
+    also: list[tuple[Any, list[Any]]] | None = None,
 ) -> list[str | None]:
-    """Put `page` if absent, update its owner (item, actions, condition) and check other items
-    (model class, hash key, range key, condition), all or nothing. Returns [] when written, else the
-    cancellation reason code of each part in order (page, owner, checks…; None = that part was fine)."""
+    """Put `page` if absent, update its owner (item, actions, condition), check other items
+    (model class, hash key, range key, condition) and make the unconditional updates `also` (item,
+    actions), all or nothing. Returns [] when written, else the cancellation reason code of each
+    part in order (page, owner, checks…, also…; None = that part was fine)."""
     item, actions, condition = owner_update
     try:
         with transaction() as tx:
             tx.save(_row(page), condition=M.page.does_not_exist())
             tx.update(item, actions=actions, condition=condition)
+            for other, other_actions in also or []:
+                tx.update(other, actions=other_actions)
             for model_cls, hash_key, range_key, check_condition in checks or []:
                 tx.condition_check(model_cls, hash_key, range_key, condition=check_condition)
     except TransactWriteError as exc:
         if error_code(exc) != "TransactionCanceledException":
             raise
         codes = [reason_code(reason) for reason in exc.cancellation_reasons]
-        k = len(checks or [])  # DynamoDB answers in request order: checks, then the put, the update
-        return [*codes[k:], *codes[:k]]
+        # DynamoDB answers in request order: checks, then the put, the updates
+        k = len(checks or [])
+        return [*codes[k : k + 2], *codes[:k], *codes[k + 2 :]]
     return []
 
 

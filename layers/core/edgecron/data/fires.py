@@ -22,7 +22,7 @@ from pynamodb.exceptions import DoesNotExist
 
 from edgecron import ids
 from edgecron.config import get_settings
-from edgecron.data import fanout_pages
+from edgecron.data import fanout_pages, usage
 from edgecron.data.conditional import save_if, update_if
 from edgecron.data.expiry import expires_at_s
 from edgecron.data.keys import alive
@@ -31,7 +31,7 @@ from edgecron.data.paging import Page, query_page
 from edgecron.domain import fires as fire_domain
 from edgecron.domain.fanout_pages import FanoutPage
 from edgecron.domain.fires import Fire
-from edgecron.domain.vocabulary import FireStatus, ScheduleStatus
+from edgecron.domain.vocabulary import FireStatus, ScheduleStatus, Source
 
 M = FireModel
 OPEN = tuple(sorted(fire_domain.OPEN))
@@ -197,6 +197,8 @@ def record_page(fire: Fire, page: FanoutPage, now_ms: int) -> str:
         page,
         (owner, actions, M.status.is_in(*OPEN) & in_order),
         [(S, fire.app_id, fire.schedule_id, S.status.is_in(ScheduleStatus.ACTIVE, ScheduleStatus.ENDED))],
+        # the first page bills the fire: recorded once, so counted once (data/usage.py)
+        also=[usage.counted(fire.app_id, usage.month_of(now_ms), Source.SCHEDULE)] if n == 0 else [],
     )
     if not reasons:
         return "recorded"

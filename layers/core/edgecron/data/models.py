@@ -473,10 +473,11 @@ class RunsCheckedModel(Model):
     checked_key = UnicodeAttribute(null=True)  # the id of the last run checked, or a time key
     # no run of the App sent at creation has an id time past this (data/run_checks.py::cover)
     created_until = NumberAttribute(null=True)
-    # direct runs of `counted_month` the check counted with its mark, not yet moved to that month's
-    # counter (data/run_checks.py::mark_checked)
+    # triggers of `counted_month` the check counted with its mark, not yet moved to that month's
+    # counters (data/run_checks.py::mark_checked): direct runs, and schedule fires
     counted_month = UnicodeAttribute(null=True)
     counted = NumberAttribute(null=True)
+    counted_fires = NumberAttribute(null=True)
 
 
 class NotificationModel(Model):

@@ -20,7 +20,7 @@ earlier release that has not created a run since) is queried every tick, as befo
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, TransactWriteError, UpdateError
@@ -56,16 +56,27 @@ def checked_later(run_id: str, now_ms: int, settings: Settings) -> bool:
     return id_ms is not None and id_ms + check_lag_ms(settings) - LANDED_MS > now_ms
 
 
+COUNTED_KINDS = ("direct", "schedule")  # the triggers the check counts
+
+
 @dataclass(frozen=True)
 class CheckMark:
     """An App's check state: the last run checked (None before its first check), how far its runs
-    sent at creation may reach (None: unknown, so every tick checks it), and the direct runs of
-    `counted_month` the check counted and holds here (not yet in that month's counter)."""
+    sent at creation may reach (None: unknown, so every tick checks it), and the triggers of
+    `counted_month` the check counted and holds here, by kind (not yet in that month's counters)."""
 
     checked_key: str | None
     created_until: int | None
     counted_month: str | None = None
-    counted: int = 0
+    counted: Mapping[str, int] = field(default_factory=dict)
+
+    def held(self, kind: str) -> int:
+        return int(self.counted.get(kind, 0))
+
+
+def _held_attribute(kind: str) -> Any:
+    """Where the mark holds the counted triggers of a kind."""
+    return {"direct": RunsCheckedModel.counted, "schedule": RunsCheckedModel.counted_fires}[kind]
 
 
 def _mark_of(item: RunsCheckedModel) -> CheckMark:
@@ -73,7 +84,7 @@ def _mark_of(item: RunsCheckedModel) -> CheckMark:
         checked_key=None if item.checked_key is None else str(item.checked_key),
         created_until=None if item.created_until is None else int(item.created_until),
         counted_month=item.counted_month,
-        counted=int(item.counted or 0),
+        counted={"direct": int(item.counted or 0), "schedule": int(item.counted_fires or 0)},
     )
 
 
@@ -130,49 +141,56 @@ def mark(app_id: str, *, consistent: bool = False) -> CheckMark | None:
 
 
 def mark_checked(
-    app_id: str, key: str, counts: Mapping[str, int], seen: CheckMark | None
+    app_id: str, key: str, counts: Mapping[tuple[str, str], int], seen: CheckMark | None
 ) -> CheckMark | None:
     """Move the App's mark from where `seen` (the mark as this check last read or wrote it) has it to
-    `key`, past a batch the check has handled, and count the batch's runs it counts (`counts`: direct
-    runs by the month of their creation) in the same conditional write, so each run is counted
-    exactly once: with the one move of the mark past it. The runs of the month the mark holds (or of
-    the first month) wait on the mark (one UpdateItem); a batch of a later month moves what the mark
-    holds to that month's counter, and runs of an older month go to their counter, in one
-    transaction with the move. None: the mark is no longer where `seen` has it (another tick read
-    the same runs and moved it first, or a quota moved its count): nothing was counted, and this
-    check leaves the App to the mark's new position. A check that dies before this write neither
-    moved its mark nor counted: the next tick reads the batch again."""
+    `key`, past a batch the check has handled, and count the batch's triggers it counts (`counts`:
+    by the month of the run's creation and kind, COUNTED_KINDS) in the same conditional write, so
+    each is counted exactly once: with the one move of the mark past its run. The triggers of the
+    month the mark holds (or of the first month) wait on the mark (one UpdateItem); a batch of a
+    later month moves what the mark holds to that month's counters, and triggers of an older month
+    go to their counters, in one transaction with the move. None: the mark is no longer where
+    `seen` has it (another tick read the same runs and moved it first, or a quota moved its count):
+    nothing was counted, and this check leaves the App to the mark's new position. A check that
+    dies before this write neither moved its mark nor counted: the next tick reads the batch again."""
     M = RunsCheckedModel
     item = M(app_id=app_id, month=RUNS_CHECKED_MONTH)
     at = seen.checked_key if seen is not None else None
     condition: Any = M.checked_key.does_not_exist() if at is None else (M.checked_key == at)
     actions: list[Any] = [M.checked_key.set(key)]
-    to_counters: dict[str, int] = {}
-    counts = {month: n for month, n in counts.items() if n}
+    to_counters: dict[tuple[str, str], int] = {}
+    counts = {month_kind: n for month_kind, n in counts.items() if n}
     if counts:
-        newest = max(counts)
+        newest = max(month for month, _ in counts)
         held_month = seen.counted_month if seen is not None else None
-        held = seen.counted if seen is not None else 0
         if held_month is None or held_month == newest:
-            actions += [M.counted_month.set(newest), M.counted.add(counts[newest])]
+            actions.append(M.counted_month.set(newest))
+            actions += [
+                _held_attribute(k).add(counts[newest, k]) for k in COUNTED_KINDS if (newest, k) in counts
+            ]
             condition &= M.counted_month.does_not_exist() | (M.counted_month == newest)
-        elif held_month < newest:  # a later month: what the mark holds goes to its month's counter
-            if held:
-                to_counters[held_month] = held
-            actions += [M.counted_month.set(newest), M.counted.set(counts[newest])]
-            condition &= (M.counted_month == held_month) & (M.counted == held)
-        else:  # runs older than the month the mark holds: their counter
-            to_counters[newest] = counts[newest]
-        for month, n in counts.items():
+        elif held_month < newest:  # a later month: what the mark holds goes to its month's counters
+            actions.append(M.counted_month.set(newest))
+            condition &= M.counted_month == held_month
+            for kind in COUNTED_KINDS:
+                held = seen.held(kind) if seen is not None else 0
+                if held:
+                    to_counters[held_month, kind] = held
+                attribute = _held_attribute(kind)
+                actions.append(attribute.set(counts.get((newest, kind), 0)))
+                condition &= (attribute == held) if held else (attribute.does_not_exist() | (attribute == 0))
+        else:  # triggers older than the month the mark holds: their counters
+            to_counters.update({mk: n for mk, n in counts.items() if mk[0] == newest})
+        for (month, kind), n in counts.items():
             if month != newest:
-                to_counters[month] = to_counters.get(month, 0) + n
+                to_counters[month, kind] = to_counters.get((month, kind), 0) + n
     if not to_counters:
         return _mark_of(item) if update_if(item, actions, condition) else None
     try:
         with fanout_pages.transaction() as tx:
             tx.update(item, actions=actions, condition=condition)
-            for month, n in sorted(to_counters.items()):
-                tx.update(*usage.counted(app_id, month, "direct", n))
+            for month, kind_counts in _by_month(to_counters).items():
+                tx.update(*usage.counted_kinds(app_id, month, kind_counts))
     except TransactWriteError as exc:
         reasons = [fanout_pages.reason_code(reason) for reason in exc.cancellation_reasons or []]
         if (
@@ -185,24 +203,38 @@ def mark_checked(
     return mark(app_id, consistent=True)
 
 
+def _by_month(counts: Mapping[tuple[str, str], int]) -> dict[str, dict[str, int]]:
+    """{(month, kind): n} as {month: {kind: n}}: one counter update per month."""
+    months: dict[str, dict[str, int]] = {}
+    for (month, kind), n in sorted(counts.items()):
+        months.setdefault(month, {})[kind] = n
+    return months
+
+
 def move_counted(app_id: str) -> None:
-    """Move the runs the App's mark holds to their month's counter (before a quota starts reading
-    the counter: the quota check reads the counter alone): the counter's ADD and the mark's decrement
-    in one transaction, so the runs are in exactly one of the two. A check that changed the mark
-    meanwhile makes the move read it again."""
+    """Move the triggers the App's mark holds to their month's counters (before a quota starts
+    reading the counters: the quota check reads them alone): the counters' ADDs and the mark's
+    decrements in one transaction, so each trigger is in exactly one of the two. A check that
+    changed the mark meanwhile makes the move read it again."""
     M = RunsCheckedModel
     for _ in range(3):
         held = mark(app_id, consistent=True)
-        if held is None or held.counted_month is None or held.counted <= 0:
+        if held is None or held.counted_month is None:
             return
+        kinds = {kind: held.held(kind) for kind in COUNTED_KINDS if held.held(kind) > 0}
+        if not kinds:
+            return
+        condition: Any = M.counted_month == held.counted_month
+        for kind, n in kinds.items():
+            condition &= _held_attribute(kind) >= n
         try:
             with fanout_pages.transaction() as tx:
                 tx.update(
                     M(app_id=app_id, month=RUNS_CHECKED_MONTH),
-                    actions=[M.counted.add(-held.counted)],
-                    condition=(M.counted_month == held.counted_month) & (M.counted >= held.counted),
+                    actions=[_held_attribute(kind).add(-n) for kind, n in kinds.items()],
+                    condition=condition,
                 )
-                tx.update(*usage.counted(app_id, held.counted_month, "direct", held.counted))
+                tx.update(*usage.counted_kinds(app_id, held.counted_month, kinds))
             return
         except TransactWriteError as exc:
             reasons = [fanout_pages.reason_code(reason) for reason in exc.cancellation_reasons or []]
@@ -211,10 +243,12 @@ def move_counted(app_id: str) -> None:
     raise RuntimeError(f"the check mark of {app_id} kept changing while its count was moved")
 
 
-def held_for(app_id: str, month: str) -> int:
-    """The direct runs of `month` the App's mark holds (counted, not yet in the month's counter)."""
+def held_for(app_id: str, month: str) -> dict[str, int]:
+    """The triggers of `month` the App's mark holds (counted, not yet in the month's counters), by kind."""
     held = mark(app_id)
-    return held.counted if held is not None and held.counted_month == month else 0
+    if held is None or held.counted_month != month:
+        return {}
+    return {kind: held.held(kind) for kind in COUNTED_KINDS if held.held(kind)}
 
 
 def set_checked_key(app_id: str, key: str) -> None:

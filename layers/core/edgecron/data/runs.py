@@ -266,7 +266,8 @@ def put_new(run: TaskRun) -> bool:
 
 
 def _cover(run: TaskRun) -> None:
-    if not run.has_wake_entry and run.status not in st.TERMINAL:  # only the check finds it if lost
+    # only the check finds it if lost, or the check counts it
+    if (not run.has_wake_entry and run.status not in st.TERMINAL) or run.counted_by_check:
         # the check walks runs by the time their ids sort by: a schedule run's is its fire time
         run_checks.cover(run.app_id, max(run.created_at, ids.ms_of(run.run_id) or 0))
 

@@ -8,10 +8,11 @@ earlier release stored marked `uncounted` is counted by the worker that claims i
 per App, month and kind before the first write that clears a mark, so a crash in between can count
 it twice; no run is created so now.
 
-A scan tick bills the schedule fires it dispatches from reservations (`reserving`): triggers added
-to the counter ahead of the Fires they pay for, each reservation one more than all before it (1, 2,
-4, ...), what is left taken back when the tick ends. Every Fire is billed before it is written; a
-tick that dies leaves its unspent reservation billed (too much, never too little)."""
+A schedule fire is counted with the first write that creates its deliveries: the put of the run of
+its first Endpoint (by that put's transaction, or, for an App without a quota whose run the check
+of recent runs will still read, by the check, as a direct run sent at creation is), or the record of
+a broadcast fire's first fan-out page (in that page's transaction). Each is one conditional write,
+done once or not at all, so every count is exact whatever fails."""
 
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ from typing import Any
 from pynamodb.exceptions import DoesNotExist
 
 from edgecron.data.models import UsageModel
-from edgecron.observability import logger
 
 KINDS = ("schedule", "event", "direct")
 Key = tuple[str, str, str]  # app_id, month, kind
@@ -47,6 +47,14 @@ def counted(app_id: str, month: str, kind: str, amount: int = 1) -> tuple[UsageM
     if kind not in KINDS:
         raise ValueError(f"unknown trigger kind {kind}")
     return UsageModel(app_id=app_id, month=month), [getattr(UsageModel, kind).add(amount)]
+
+
+def counted_kinds(app_id: str, month: str, kinds: dict[str, int]) -> tuple[UsageModel, list[Any]]:
+    """`counted` for several kinds of one month at once: one update of the month's counters."""
+    for kind in kinds:
+        if kind not in KINDS:
+            raise ValueError(f"unknown trigger kind {kind}")
+    return UsageModel(app_id=app_id, month=month), [getattr(UsageModel, k).add(n) for k, n in kinds.items()]
 
 
 def get(app_id: str, month: str) -> dict[str, int]:
@@ -113,74 +121,3 @@ def count_before_clearing(run_id: str, key: Key) -> None:
                 if left not in done:
                     current.pending.setdefault(left, set()).update(run_ids)
             raise
-
-
-class _Reservation:
-    """Triggers a block has added to the counters ahead and not yet spent, per App, month and kind
-    (`reserved`: all it added, which sizes the next reservation)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.reserved: dict[Key, int] = {}
-        self.unspent: dict[Key, int] = {}
-
-
-_RESERVATION: ContextVar[_Reservation | None] = ContextVar("usage_reservation", default=None)
-
-
-@contextmanager
-def reserving() -> Iterator[None]:
-    """Bill the triggers spent inside the block from reservations, n of them with about log2(n)
-    ADDs; the unspent rest is taken back, one ADD per App, month and kind, when the block ends."""
-    current = _Reservation()
-    token = _RESERVATION.set(current)
-    try:
-        yield
-    finally:
-        _RESERVATION.reset(token)
-        for key, left in current.unspent.items():
-            if left:
-                try:
-                    add(*key, -left)
-                except Exception:  # the reservation stays billed: too much, never too little
-                    logger.warning(
-                        "unspent usage reservation not taken back", extra={"kind": key[2], "left": left}
-                    )
-
-
-def spend(app_id: str, month: str, kind: str) -> None:
-    """One trigger: from the current reservation, reserving more first if it is spent (outside a
-    `reserving` block: an ADD of its own). The counter holds it before this returns."""
-    current = _RESERVATION.get()
-    if current is None:
-        add(app_id, month, kind)
-        return
-    key = (app_id, month, kind)
-    with current.lock:
-        if not current.unspent.get(key):
-            size = current.reserved.get(key, 0) + 1  # 1, 2, 4, 8, ...
-            add(app_id, month, kind, size)
-            current.reserved[key] = current.reserved.get(key, 0) + size
-            current.unspent[key] = size
-        current.unspent[key] -= 1
-
-
-def give_back(app_id: str, month: str, kind: str) -> None:
-    """Undo one `spend`: into the current reservation (taken back with the rest), else an ADD."""
-    current = _RESERVATION.get()
-    if current is None:
-        add(app_id, month, kind, -1)
-        return
-    key = (app_id, month, kind)
-    with current.lock:
-        current.unspent[key] = current.unspent.get(key, 0) + 1
-
-
-def unspent(app_id: str, month: str) -> dict[str, int]:
-    """What the current reservation added to these counters and has not spent: the counter minus
-    this is what was billed."""
-    current = _RESERVATION.get()
-    if current is None:
-        return {}
-    with current.lock:
-        return {key[2]: left for key, left in current.unspent.items() if key[:2] == (app_id, month) and left}

@@ -52,7 +52,7 @@ def publish(
         app_id, req.name, req.payload, now_ms, event_id=event_id, idempotency_key=idempotency_key
     )
     if data.put_new_billed(event, usage.month_of(now_ms)):
-        usage.recorded_with_object()
+        usage.recorded()
         _send_first_page(event)
         return event
     stored = data.get(app_id, event.event_id, consistent=True)

@@ -49,6 +49,7 @@ from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import FireStatus, ScheduleStatus
 from edgecron.observability import logger
 from edgecron.schemas.messages import EventPage, FanoutBody, FireGate, FirePage, ScheduleWindow
+from edgecron.services import usage
 from edgecron.services.events import run_id_for
 from edgecron.services.fires import admission, dispatch, settle
 from edgecron.services.task_runs import enqueue_plan
@@ -241,6 +242,8 @@ def _fire_page(message: FirePage, page_size: int) -> FanoutReport:
             return FanoutReport("stopped", len(targets), created)
         if outcome != "recorded":
             return FanoutReport("skipped", len(targets), created)
+        if n == 0:
+            usage.recorded()  # the first page's record billed the fire
     elif page.continued:
         return FanoutReport("skipped", len(page.endpoint_ids))
     ids = list(page.endpoint_ids)

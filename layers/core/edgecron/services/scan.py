@@ -65,19 +65,16 @@ def run_scan(
     budget = Budget(remaining_ms) if remaining_ms is not None else Budget.of(DEFAULT_BUDGET_MS)
     report = ScanReport()
     schedules = due_walk.ScheduleScanReport()
-    with usage.billing_ahead():
-        report.unfinished = run_fairly(
-            {
-                "runs": run_work(now, report, rebuild=rebuild),
-                "schedules": due_walk.schedule_work(now, schedules),
-                "interrupted": due_walk.interrupted_work(now, schedules),
-                "schedules table": due_walk.table_work(now),
-                "event fan-outs": events.left_behind_work(
-                    clock.to_ms(now), get_settings().shards, report.extra
-                ),
-            },
-            budget,
-        )
+    report.unfinished = run_fairly(
+        {
+            "runs": run_work(now, report, rebuild=rebuild),
+            "schedules": due_walk.schedule_work(now, schedules),
+            "interrupted": due_walk.interrupted_work(now, schedules),
+            "schedules table": due_walk.table_work(now),
+            "event fan-outs": events.left_behind_work(clock.to_ms(now), get_settings().shards, report.extra),
+        },
+        budget,
+    )
     schedules.stopped_early = bool(report.unfinished)
     report.item_failures += schedules.item_failures
     report.extra.update(schedules.__dict__)

@@ -84,12 +84,10 @@ def create_direct(app_id: str, req: TaskRunCreate, now: datetime, run_id: str | 
     )
     if counted_by_check:
         stored = data.put_new(run)
-        if stored:
-            usage.record_trigger(app_id, "direct", now_ms, counted_later=True)
     else:
         stored = data.put_new_billed(run, usage.month_of(now_ms), "direct")
-        if stored:
-            usage.recorded_with_object()
+    if stored:
+        usage.recorded()
     if not stored:  # an earlier request with this id stored it: answer for that run
         existing = data.get(app_id, run.run_id, consistent=True)
         if existing is None:

@@ -23,7 +23,7 @@ from datetime import datetime
 
 from edgecron import clock
 from edgecron.config import get_settings
-from edgecron.data import fanout_pages
+from edgecron.data import fanout_pages, run_checks
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
@@ -82,8 +82,6 @@ def dispatch_fire(
         status, error = FireStatus.FAILED, QUOTA_EXCEEDED
     jitter_sec = int(schedule.jitter_sec or 0)
     due_at_ms = jitter.due_at_ms(schedule.schedule_id, fire_at_ms, jitter_sec, now_ms) if jitter_sec else None
-    if not over_quota:  # billed before its Fire is written: a dispatch that dies bills too much, never 0
-        usage.record_trigger(schedule.app_id, Source.SCHEDULE, now_ms)
     fire, created = fire_data.create(
         schedule.schedule_id,
         fire_at_ms,
@@ -98,8 +96,6 @@ def dispatch_fire(
         overlap=schedule.fire_overlap,
         waits_long=due_at_ms is not None and settle.waits_past_recent(fire_at_ms, due_at_ms),
     )
-    if not created and not over_quota:  # the Fire was already written, and billed then
-        usage.take_back_trigger(schedule.app_id, Source.SCHEDULE, now_ms)
     if created and over_quota:  # not run, not billed, not retried; counts toward auto-pause
         settle.after_settle(fire, FireStatus.FAILED, now_ms, error)
         return DispatchResult(fire, created, 0)
@@ -122,8 +118,6 @@ def trigger_fire(schedule: Schedule, now_ms: int) -> Fire | None:
     over_quota = quota.over_quota(schedule.app_id, now_ms)
     status, error = (FireStatus.FAILED, QUOTA_EXCEEDED) if over_quota else (FireStatus.SCHEDULED, None)
     fire_at_ms = now_ms
-    if not over_quota:  # billed before its Fire is written, as a cron fire is
-        usage.record_trigger(schedule.app_id, Source.SCHEDULE, now_ms)
     while True:
         if fire_at_ms % 1000 == 0 or fire_at_ms == schedule.next_fire_at:
             fire_at_ms += 1
@@ -228,8 +222,17 @@ def _dispatch_listed(
     send_now, wake_at = run_plan(fire, now_ms)
     messages = []
     alone = fire.settled_by_its_run
-    for endpoint_id, run_id in zip(fire.endpoint_ids, fire.run_ids, strict=True):
-        put_fire_run(schedule, fire_at_ms, endpoint_id, wake_at, now_ms, due_ms=due_ms, settles_fire=alone)
+    for i, (endpoint_id, run_id) in enumerate(zip(fire.endpoint_ids, fire.run_ids, strict=True)):
+        put_fire_run(
+            schedule,
+            fire_at_ms,
+            endpoint_id,
+            wake_at,
+            now_ms,
+            due_ms=due_ms,
+            settles_fire=alone,
+            bills=i == 0,
+        )
         messages.append(DeliveryMessage(run_id, schedule.app_id, due_ms=due_ms))
     current = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True)
     if (
@@ -291,12 +294,22 @@ def put_fire_run(
     *,
     due_ms: int | None = None,
     settles_fire: bool = False,
+    bills: bool = False,
 ) -> bool:
     """The Task Run of one fire at one Endpoint (listed or fanned out), unless it exists; True if
     this call created it. It is due at `due_ms` (the Fire's jittered or admitted time), else at
-    the fire time; it keeps the fire time, which names its Fire."""
+    the fire time; it keeps the fire time, which names its Fire. The run that `bills` its fire (its
+    first Endpoint's) counts it as one trigger with its put, which is done once or not at all: by
+    the put's transaction, or, for an App without a quota, marked for the scan's check of recent
+    runs to count when the check is still to read it (services/usage.py)."""
+    run_id = run_id_for(schedule.schedule_id, fire_at_ms, endpoint_id)
+    by_check = (
+        bills
+        and not quota.has_quota(schedule.app_id)
+        and run_checks.checked_later(run_id, now_ms, get_settings())
+    )
     run = run_data.new_run(
-        run_id=run_id_for(schedule.schedule_id, fire_at_ms, endpoint_id),
+        run_id=run_id,
         app_id=schedule.app_id,
         endpoint_id=endpoint_id,
         source=Source.SCHEDULE,
@@ -308,8 +321,15 @@ def put_fire_run(
         fire_at=fire_at_ms,
         retry_policy_id=schedule.retry_policy_id,
         settles_fire=settles_fire,
+        counted_by_check=by_check,
     )
-    return run_data.put_new(run)
+    if bills and not by_check:
+        created = run_data.put_new_billed(run, usage.month_of(now_ms), Source.SCHEDULE)
+    else:
+        created = run_data.put_new(run)
+    if created and bills:
+        usage.recorded()
+    return created
 
 
 def _cancel_runs(fire: Fire, now_ms: int) -> None:

@@ -34,7 +34,7 @@ from edgecron.domain.schedules import Schedule
 from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import FireStatus, MissedPolicy, RunStatus, Source
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
-from edgecron.services import operational_events, usage
+from edgecron.services import operational_events
 from edgecron.services.fires import dispatch, settle
 from edgecron.services.scan_work import Budget, Work, first_shard, item_failed, run_fairly
 
@@ -69,15 +69,14 @@ def dispatch_schedules(
     early, and what is left is picked up by the next scan."""
     report = ScheduleScanReport()
     budget = Budget.until(deadline) if deadline is not None else Budget(lambda: float("inf"))
-    with usage.billing_ahead():
-        left = run_fairly(
-            {
-                "schedules": schedule_work(now, report, horizon_ms),
-                "interrupted": interrupted_work(now, report),
-                "schedules table": table_work(now),
-            },
-            budget,
-        )
+    left = run_fairly(
+        {
+            "schedules": schedule_work(now, report, horizon_ms),
+            "interrupted": interrupted_work(now, report),
+            "schedules table": table_work(now),
+        },
+        budget,
+    )
     report.stopped_early = bool(left)
     return report
 

@@ -14,6 +14,7 @@ import pytest
 
 from edgecron import clock
 from edgecron.data import fires as fire_data
+from edgecron.data import usage as usage_data
 from edgecron.data.models import FireModel, RunsCheckedModel
 from edgecron.domain.vocabulary import FireStatus
 from edgecron_testing import faults
@@ -153,3 +154,28 @@ def test_a_broadcast_fire_is_billed_once_by_its_first_page_whose_record_was_repe
     pump.deliveries()
     assert len(app_runs(app_id)) == 3
     assert _billed(key) == 1
+
+
+def test_a_fire_an_earlier_release_wrote_and_billed_is_not_billed_again_by_its_runs(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An earlier release billed a fire just before writing its Fire. A Fire it wrote whose runs the
+    upgraded scan puts (its dispatch died, or it waits for its overlap policy) stays one trigger."""
+    app_id, key, fixed, [schedule_id] = _setup(receiver, "bill-upgrade", 1)
+    create = fire_data.create
+
+    def earlier_release(*args: Any, **kwargs: Any) -> tuple[FireModel, bool]:
+        fire, _ = create(*args, **kwargs)
+        FireModel(schedule_id=fire.schedule_id, fire_at=fire.fire_at).update(
+            actions=[FireModel.billed_with_runs.remove()]
+        )
+        usage_data.add(app_id, usage_data.month_of(fire.fire_at), "schedule")
+        raise ScanDied
+
+    with monkeypatch.context() as patch:
+        patch.setattr(fire_data, "create", earlier_release)
+        with pytest.raises(ScanDied):
+            invoke("scan", load_event("scan.json"))
+    invoke("scan", load_event("scan.json"))
+    assert [run.source_id for run in app_runs(app_id)] == [schedule_id]
+    assert usage_once_checked(fixed, key)["schedule"] == 1

@@ -96,6 +96,7 @@ def create(
         manual=True if manual else None,
         due_at=due_at_ms,
         overlap=overlap if gated else None,
+        billed_with_runs=True if is_open else None,
         expires_at=expires_at_s(now_ms),
     )
     if save_if(fire, M.fire_at.does_not_exist()):
@@ -193,12 +194,13 @@ def record_page(fire: Fire, page: FanoutPage, now_ms: int) -> str:
     if not page.more:
         actions.append(M.started_at.set(max(fire.fire_at, now_ms)))
     owner = _key(fire)
+    bills = n == 0 and fire.billed_with_runs
     reasons = fanout_pages.record(
         page,
         (owner, actions, M.status.is_in(*OPEN) & in_order),
         [(S, fire.app_id, fire.schedule_id, S.status.is_in(ScheduleStatus.ACTIVE, ScheduleStatus.ENDED))],
         # the first page bills the fire: recorded once, so counted once (data/usage.py)
-        also=[usage.counted(fire.app_id, usage.month_of(now_ms), Source.SCHEDULE)] if n == 0 else [],
+        also=[usage.counted(fire.app_id, usage.month_of(now_ms), Source.SCHEDULE)] if bills else [],
     )
     if not reasons:
         return "recorded"
@@ -354,6 +356,7 @@ def entity(row: FireModel) -> Fire:
         overlap=row.overlap,
         admitted_at=None if row.admitted_at is None else int(row.admitted_at),
         listed_open=row.open_shard is not None,
+        billed_with_runs=bool(row.billed_with_runs),
     )
 
 

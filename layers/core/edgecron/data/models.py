@@ -267,6 +267,8 @@ class FireModel(Model):
     due_at = NumberAttribute(null=True)  # when its runs are due (fire_at + jitter); null: at fire_at
     overlap = UnicodeAttribute(null=True)  # the overlap policy it was created under (null: ALLOW)
     admitted_at = NumberAttribute(null=True)  # when the overlap policy let it start
+    # billed by the write that creates its deliveries (null: billed when the Fire was written)
+    billed_with_runs = BooleanAttribute(null=True)
     expires_at = NumberAttribute(null=True)
     open_fires = OpenFiresIndex()
 

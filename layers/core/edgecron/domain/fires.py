@@ -33,6 +33,9 @@ class Fire:
     overlap: str | None = None  # the overlap policy it was created under (None: ALLOW)
     admitted_at: int | None = None  # when its overlap policy let it start
     listed_open: bool = False  # findable among the open Fires however old it gets (until it settles)
+    # billed by the write that creates its deliveries (services/usage.py); False: an earlier release
+    # billed it when it wrote the Fire
+    billed_with_runs: bool = False
 
     @property
     def is_open(self) -> bool:

@@ -242,7 +242,7 @@ def _fire_page(message: FirePage, page_size: int) -> FanoutReport:
             return FanoutReport("stopped", len(targets), created)
         if outcome != "recorded":
             return FanoutReport("skipped", len(targets), created)
-        if n == 0:
+        if n == 0 and fire.billed_with_runs:
             usage.recorded()  # the first page's record billed the fire
     elif page.continued:
         return FanoutReport("skipped", len(page.endpoint_ids))

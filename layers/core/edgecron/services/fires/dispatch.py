@@ -231,7 +231,7 @@ def _dispatch_listed(
             now_ms,
             due_ms=due_ms,
             settles_fire=alone,
-            bills=i == 0,
+            bills=i == 0 and fire.billed_with_runs,
         )
         messages.append(DeliveryMessage(run_id, schedule.app_id, due_ms=due_ms))
     current = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True)

@@ -1,5 +1,12 @@
 """SQS transport for delivery and fan-out messages. Queues may lose or repeat a message; DynamoDB
-holds the truth, so every send here happens after the state it announces is stored."""
+holds the truth, so every send here happens after the state it announces is stored.
+
+Every message names its App as its message group (`MessageGroupId` on a standard queue), which makes
+the queues SQS fair queues with the App as the tenant: when one App holds a disproportionate share
+of the messages in flight or of the consumers' time, SQS hands out the other Apps' messages first,
+so one App's burst or slow Endpoints do not delay everyone else's deliveries (docs/operations.md,
+Fairness between Apps). Standard-queue semantics are unchanged: no ordering within a group, no
+de-duplication, per-message delays."""
 
 from __future__ import annotations
 
@@ -51,7 +58,12 @@ def send_deliveries(messages: Sequence[DeliveryMessage], *, retry: bool = False)
         chunk = messages[start : start + 10]
         now_ms = clock.to_ms(clock.now())
         entries = [
-            {"Id": str(i), "MessageBody": m.body(), "DelaySeconds": _delay(m.delay_at(now_ms))}
+            {
+                "Id": str(i),
+                "MessageBody": m.body(),
+                "DelaySeconds": _delay(m.delay_at(now_ms)),
+                "MessageGroupId": m.app_id,
+            }
             for i, m in enumerate(chunk)
         ]
         try:
@@ -131,4 +143,6 @@ def send_fire_gate(schedule_id: str, fire_at_ms: int, app_id: str, delay_sec: fl
 def _send_fanout(body: EventPage | FirePage | ScheduleWindow | FireGate, delay_sec: float = 0) -> None:
     message = body.model_dump_json()
     extra = {"DelaySeconds": _delay(delay_sec)} if delay_sec else {}
-    client("sqs").send_message(QueueUrl=get_settings().fanout_queue_url, MessageBody=message, **extra)
+    client("sqs").send_message(
+        QueueUrl=get_settings().fanout_queue_url, MessageBody=message, MessageGroupId=body.app_id, **extra
+    )

@@ -16,6 +16,7 @@ from edgecron.domain import run_states
 from edgecron_testing import faults
 from edgecron_testing.harness import call_api, invoke, sqs_event
 from edgecron_testing.inprocess import app_of_run, stored_run
+from edgecron_testing.metrics import emitted
 from edgecron_testing.receiver import Receiver, Reply
 from tests.integration.conftest import Pump
 
@@ -438,6 +439,46 @@ def test_a_scan_killed_right_after_releasing_an_expired_claim_leaves_the_lost_at
     assert len(receiver.received("/scan-killed")) == 2
     history = attempts(app_key, run_id)  # one Attempt per HTTP call
     assert [(a["attempt_number"], a["error_kind"]) for a in history] == [(1, "worker_lost"), (2, None)]
+
+
+def test_a_lost_attempt_recorded_by_two_ticks_is_counted_once_in_the_metric(
+    app_key: str,
+    receiver: Receiver,
+    pump: Pump,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The scan records a dead worker's lost attempt, then its release of the claim is throttled; the
+    next tick records the same attempt again (a no-op: it is written once) and releases the claim.
+    The AttemptsLost metric counts the one HTTP call once, as the history does."""
+    fixed, run_id = _run_whose_message_is_lost(app_key, receiver.url("/lost-twice"))
+    _deliver_then_die(run_id, monkeypatch)
+    emitted(capsys)  # what came before
+    fixed.advance(300 - 70)
+    with faults.Faults() as f:
+        f.on(
+            "dynamodb",
+            "UpdateItem",
+            kind=faults.BEFORE,
+            function="scan",
+            table="RunsTable",
+            when=lambda call: (
+                run_id in str(call.params)
+                and "REMOVE" in str(call.params.get("UpdateExpression"))
+                and "claim_token" in str(call.params.get("ExpressionAttributeNames"))
+            ),  # the release
+        )
+        invoke("scan", {"detail": {}})
+    assert f.count(faults.BEFORE) == 1
+    fixed.advance(60)
+    invoke("scan", {"detail": {}})
+    fixed.advance(300)
+    invoke("scan", {"detail": {}})
+    pump.deliveries()
+    assert get_run(app_key, run_id)["status"] == "success"
+    history = attempts(app_key, run_id)
+    assert [(a["attempt_number"], a["error_kind"]) for a in history] == [(1, "worker_lost"), (2, None)]
+    assert emitted(capsys).get("AttemptsLost") == 1
 
 
 @pytest.mark.parametrize("after_record", [False, True], ids=["before-record", "after-record"])

@@ -67,12 +67,12 @@ def _of_item(item: AttemptModel) -> Attempt:
     return _entity(item, item.run_id, item.app_id)
 
 
-def put(attempt: Attempt) -> None:
-    """Write once; a redelivered result for the same sequence number is ignored."""
+def put(attempt: Attempt) -> bool:
+    """Write once; a redelivered result for the same sequence number is ignored (False)."""
     item = AttemptModel(run_id=attempt.run_id, app_id=attempt.app_id, expires_at=attempt.expires_at)
     for name in _FIELDS:
         setattr(item, name, getattr(attempt, name))
-    save_if(item, AttemptModel.seq.does_not_exist())
+    return save_if(item, AttemptModel.seq.does_not_exist())
 
 
 def fits_in_run(attempt: Attempt) -> bool:

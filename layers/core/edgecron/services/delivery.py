@@ -408,10 +408,11 @@ LOST_ATTEMPT_ERROR = (
 
 def record_lost_attempt(run: TaskRun, seq: int, attempt_no: int, now_ms: int) -> None:
     """History has one Attempt per HTTP call: a worker that died mid-call left none, so the one that
-    takes the run over records it, unless the dead worker got as far as recording it itself."""
+    takes the run over records it, unless the dead worker got as far as recording it itself. The
+    AttemptsLost metric counts the record written, not each tick or worker that finds the call lost."""
     if seq < 1 or attempt_no < 1:
         return
-    attempt_data.put(
+    written = attempt_data.put(
         Attempt(
             run_id=run.run_id,
             seq=seq,
@@ -429,7 +430,8 @@ def record_lost_attempt(run: TaskRun, seq: int, attempt_no: int, now_ms: int) ->
             expires_at=expires_at_s(now_ms),
         )
     )
-    count(ATTEMPTS_LOST)
+    if written:
+        count(ATTEMPTS_LOST)
 
 
 def _conclude(

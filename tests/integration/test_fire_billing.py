@@ -179,3 +179,27 @@ def test_a_fire_an_earlier_release_wrote_and_billed_is_not_billed_again_by_its_r
     invoke("scan", load_event("scan.json"))
     assert [run.source_id for run in app_runs(app_id)] == [schedule_id]
     assert usage_once_checked(fixed, key)["schedule"] == 1
+
+
+@pytest.mark.parametrize("quota", [None, 100], ids=["no_quota", "quota"])
+def test_a_fire_whose_runs_a_pause_wrote_cancelled_is_billed_once(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch, quota: int | None
+) -> None:
+    """The scan wrote the Fire and died before its runs; the pause that follows writes them
+    cancelled (so no late dispatch can send them). The fire was dispatched: it is one trigger."""
+    app_id, key, fixed, [schedule_id] = _setup(receiver, f"bill-paused-{quota}", 1, quota=quota)
+    create = fire_data.create
+
+    def dies_after_the_fire(*args: Any, **kwargs: Any) -> tuple[FireModel, bool]:
+        create(*args, **kwargs)
+        raise ScanDied
+
+    with monkeypatch.context() as patch:
+        patch.setattr(fire_data, "create", dies_after_the_fire)
+        with pytest.raises(ScanDied):
+            invoke("scan", load_event("scan.json"))
+    assert call_api("POST", f"/v1/schedules/{schedule_id}/pause", key=key).status == 200
+    [run] = app_runs(app_id)
+    assert run.status == "cancelled"
+    invoke("scan", load_event("scan.json"))
+    assert usage_once_checked(fixed, key)["schedule"] == 1

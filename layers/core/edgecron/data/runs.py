@@ -236,6 +236,23 @@ def put_cancelled(
 ) -> bool:
     """Record a schedule run its dispatch never created as cancelled, unless it exists: a dispatch
     still under way then cannot create it afterwards (its put is conditional), so it is never sent."""
+    return put_new(
+        new_cancelled(
+            run_id=run_id,
+            app_id=app_id,
+            endpoint_id=endpoint_id,
+            schedule_id=schedule_id,
+            fire_at=fire_at,
+            now_ms=now_ms,
+            reason=reason,
+        )
+    )
+
+
+def new_cancelled(
+    *, run_id: str, app_id: str, endpoint_id: str, schedule_id: str, fire_at: int, now_ms: int, reason: str
+) -> TaskRun:
+    """A schedule run its dispatch never created, as `put_cancelled` records it."""
     run = new_run(
         run_id=run_id,
         app_id=app_id,
@@ -248,7 +265,7 @@ def put_cancelled(
         now_ms=now_ms,
         fire_at=fire_at,
     )
-    cancelled = replace(
+    return replace(
         run,
         status=RunStatus.CANCELLED,
         has_wake_entry=False,
@@ -256,7 +273,6 @@ def put_cancelled(
         finished_at=now_ms,
         last_error=reason,
     )
-    return put_new(cancelled)
 
 
 def put_new(run: TaskRun) -> bool:

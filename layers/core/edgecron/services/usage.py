@@ -6,10 +6,10 @@ write, done once or not at all, so the counts are exact under any fault (data/us
 - a direct run by the transaction that stores it, except one sent at its creation by an App without
   a quota, which the scan's check of recent runs counts a few minutes later with the conditional
   move of its mark past the run;
-- a schedule fire with the first write that creates its deliveries: the put of its first
-  Endpoint's run (counted as a direct run is: by the put's transaction, or by the check), or the
-  record of a broadcast fire's first fan-out page. A fire refused for the quota, recorded missed,
-  or stopped by a pause or an edit before that write is not billed."""
+- a schedule fire by the put of its first Endpoint's run (counted as a direct run is: by the put's
+  transaction, or by the check), whatever that run's status, or by the record of a broadcast
+  fire's first fan-out page (services/fires/billing.py). A fire refused for the quota or recorded
+  missed, and a broadcast fire stopped before its first page, is not billed."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from datetime import datetime
 
 from edgecron import clock
 from edgecron.config import get_settings
-from edgecron.data import fanout_pages, run_checks
+from edgecron.data import fanout_pages
 from edgecron.data import fires as fire_data
 from edgecron.data import runs as run_data
 from edgecron.data import schedules as schedule_data
@@ -39,8 +39,8 @@ from edgecron.domain.schedules import Schedule
 from edgecron.domain.vocabulary import FireStatus, Source
 from edgecron.domain.wake import wake_entry
 from edgecron.observability import FIRES, count, logger
-from edgecron.services import quota, usage
-from edgecron.services.fires import settle, turns
+from edgecron.services import quota
+from edgecron.services.fires import billing, settle, turns
 from edgecron.services.task_runs import enqueue_plan
 
 QUOTA_EXCEEDED = "monthly quota exceeded: the fire was not run"
@@ -222,7 +222,7 @@ def _dispatch_listed(
     send_now, wake_at = run_plan(fire, now_ms)
     messages = []
     alone = fire.settled_by_its_run
-    for i, (endpoint_id, run_id) in enumerate(zip(fire.endpoint_ids, fire.run_ids, strict=True)):
+    for endpoint_id, run_id in zip(fire.endpoint_ids, fire.run_ids, strict=True):
         put_fire_run(
             schedule,
             fire_at_ms,
@@ -231,7 +231,7 @@ def _dispatch_listed(
             now_ms,
             due_ms=due_ms,
             settles_fire=alone,
-            bills=i == 0 and fire.billed_with_runs,
+            bills=billing.bills(fire, endpoint_id),
         )
         messages.append(DeliveryMessage(run_id, schedule.app_id, due_ms=due_ms))
     current = schedule_data.get(schedule.app_id, schedule.schedule_id, consistent=True)
@@ -298,18 +298,10 @@ def put_fire_run(
 ) -> bool:
     """The Task Run of one fire at one Endpoint (listed or fanned out), unless it exists; True if
     this call created it. It is due at `due_ms` (the Fire's jittered or admitted time), else at
-    the fire time; it keeps the fire time, which names its Fire. The run that `bills` its fire (its
-    first Endpoint's) counts it as one trigger with its put, which is done once or not at all: by
-    the put's transaction, or, for an App without a quota, marked for the scan's check of recent
-    runs to count when the check is still to read it (services/usage.py)."""
-    run_id = run_id_for(schedule.schedule_id, fire_at_ms, endpoint_id)
-    by_check = (
-        bills
-        and not quota.has_quota(schedule.app_id)
-        and run_checks.checked_later(run_id, now_ms, get_settings())
-    )
+    the fire time; it keeps the fire time, which names its Fire. The run that `bills` its fire counts
+    it with its put (services/fires/billing.py)."""
     run = run_data.new_run(
-        run_id=run_id,
+        run_id=run_id_for(schedule.schedule_id, fire_at_ms, endpoint_id),
         app_id=schedule.app_id,
         endpoint_id=endpoint_id,
         source=Source.SCHEDULE,
@@ -321,15 +313,8 @@ def put_fire_run(
         fire_at=fire_at_ms,
         retry_policy_id=schedule.retry_policy_id,
         settles_fire=settles_fire,
-        counted_by_check=by_check,
     )
-    if bills and not by_check:
-        created = run_data.put_new_billed(run, usage.month_of(now_ms), Source.SCHEDULE)
-    else:
-        created = run_data.put_new(run)
-    if created and bills:
-        usage.recorded()
-    return created
+    return billing.put_run(run, now_ms, billing=bills)
 
 
 def _cancel_runs(fire: Fire, now_ms: int) -> None:

@@ -25,7 +25,7 @@ from edgecron.domain.vocabulary import (
 )
 from edgecron.observability import AUTO_PAUSED, count, logger
 from edgecron.services import operational_events
-from edgecron.services.fires import turns
+from edgecron.services.fires import billing, turns
 
 PAUSE_AFTER_FAILURES = 3
 
@@ -325,7 +325,7 @@ def cancel_fire(fire: Fire, now_ms: int, reason: str) -> int:
         for endpoint_id, run_id in page:
             run = existing.get(run_id)
             if run is None:
-                ended += run_data.put_cancelled(
+                cancelled_run = run_data.new_cancelled(
                     run_id=run_id,
                     app_id=fire.app_id,
                     endpoint_id=endpoint_id,
@@ -334,6 +334,8 @@ def cancel_fire(fire: Fire, now_ms: int, reason: str) -> int:
                     now_ms=now_ms,
                     reason=reason,
                 )
+                # a Fire written is dispatched: its first run bills it, even written cancelled
+                ended += billing.put_run(cancelled_run, now_ms, billing=billing.bills(fire, endpoint_id))
             elif run.status in st.CANCELLABLE and run_data.cancel(run, now_ms, reason):
                 cancelled += 1
     fire = counted_runs_ended(fire, cancelled + ended)

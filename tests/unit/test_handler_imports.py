@@ -1,10 +1,10 @@
 """A function's cold start imports only what that function uses: each handler module is imported in a
 fresh interpreter laid out as Lambda lays it out (bench/coldstart.py), and what it loaded is checked.
 
-With tracing off the X-Ray SDK stays out; Powertools' parser models of every event source and its
-OpenAPI models stay out of every function (the API imports the latter when a document is asked for);
-the functions other than the API load neither the HTTP API nor Powertools' event handler, and those
-that send no HTTP request no HTTP client."""
+With tracing off the X-Ray SDK stays out; boto3 and s3transfer stay out (the clients are botocore's);
+Powertools' parser models of every event source and its OpenAPI models stay out of every function (the
+API imports the latter when a document is asked for); the functions other than the API load neither
+the HTTP API nor Powertools' event handler, and those that send no HTTP request no HTTP client."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ EVERYWHERE = (
     "aws_xray_sdk",  # tracing is off
     "aws_lambda_powertools.utilities.parser",  # the SQS records are edgecron.schemas.sqs
     "aws_lambda_powertools.event_handler.openapi.models",  # built for /openapi.json and /docs only
+    "boto3",  # the clients are botocore's (edgecron.data.aws), as pynamodb's are
+    "s3transfer",  # what boto3 loads eagerly, for transfers the product never makes
 )
 OUTSIDE_THE_API = (
     "aws_lambda_powertools.event_handler",

@@ -2,9 +2,10 @@
 fresh interpreter laid out as Lambda lays it out (bench/coldstart.py), and what it loaded is checked.
 
 With tracing off the X-Ray SDK stays out; boto3 and s3transfer stay out (the clients are botocore's);
-Powertools' parser models of every event source and its OpenAPI models stay out of every function (the
-API imports the latter when a document is asked for); the functions other than the API load neither
-the HTTP API nor Powertools' event handler, and those that send no HTTP request no HTTP client."""
+Powertools' batch utility, its parser models of every event source and its OpenAPI models stay out of
+every function (the API imports the latter when a document is asked for); the functions other than
+the API load neither the HTTP API, Powertools' event handler and event classes nor asyncio, and those
+that send no HTTP request no HTTP client."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ EVERYWHERE = (
     "aws_lambda_powertools.event_handler.openapi.models",  # built for /openapi.json and /docs only
     "boto3",  # the clients are botocore's (edgecron.data.aws), as pynamodb's are
     "s3transfer",  # what boto3 loads eagerly, for transfers the product never makes
+    "aws_lambda_powertools.utilities.batch",  # the queue consumers' batches are edgecron.sqs_batch
 )
 OUTSIDE_THE_API = (
+    "asyncio",  # the worker's concurrency is a thread per record
+    "aws_lambda_powertools.utilities.data_classes",  # the event classes of every source
     "aws_lambda_powertools.event_handler",
     "edgecron.api",
     "edgecron.schemas.endpoints",  # request models the services name in annotations only

@@ -1,7 +1,7 @@
 """The bodies of EdgeCron's SQS messages, and the Lambda SQS records that carry them.
 
-The functions reading the queues hand these record models to Powertools' batch processor, which
-parses each record's JSON body before the handler sees it. A body that does not parse (not JSON,
+The functions reading the queues hand these record models to their batch runner (edgecron.sqs_batch),
+which parses each record's JSON body before the handler sees it. A body that does not parse (not JSON,
 nested past the parser's limit, the wrong shape, ids no object can have) fails that record alone:
 SQS delivers it again and, after its receive limit, moves it to the queue's DLQ. The DLQ consumers'
 records accept any body, and keep one that does not parse as its text, so they can record it as

@@ -31,6 +31,8 @@ OUTSIDE_THE_API = (
     "aws_lambda_powertools.event_handler",
     "edgecron.api",
     "edgecron.schemas.endpoints",  # request models the services name in annotations only
+    "edgecron.schemas.events",
+    "edgecron.schemas.task_runs",
     "edgecron.schemas.retry_policies",
     "edgecron.schemas.schedules",  # the schedule API's models: the fire pipeline reads domain limits
 )

@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from cryptography.hazmat.primitives.ciphers import aead  # noqa: F401  (see below)
 
 from edgecron.observability import logger, metrics, tracer
 from edgecron.schemas.messages import DeliveryRecord
@@ -14,8 +15,9 @@ from edgecron.services.delivery import DeliveryBatch, deliver
 from edgecron.services.usage import counting_batch
 from edgecron.sqs_batch import BatchResponse, process_batch
 
-# Every invocation sends: the HTTP client, which edgecron.services.delivery imports when it first sends
-# (so that the scan, which imports it too, does not), is imported above, with the function.
+# Every invocation sends and signs: the HTTP client and the signing secrets' cipher, which the delivery
+# service imports when it first sends and opens a secret (so that the scan and the DLQ consumers, which
+# import it too, do not), are imported above, with the function.
 # A body that does not parse fails its record alone, until SQS moves it to the DLQ.
 # One thread per record of a full batch (BatchSize 10): a batch of 10 slow endpoints is one round.
 deliveries = ThreadPoolExecutor(max_workers=10, thread_name_prefix="delivery")

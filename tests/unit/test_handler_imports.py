@@ -4,8 +4,9 @@ fresh interpreter laid out as Lambda lays it out (bench/coldstart.py), and what 
 With tracing off the X-Ray SDK stays out; boto3 and s3transfer stay out (the clients are botocore's);
 Powertools' batch utility, its parser models of every event source and its OpenAPI models stay out of
 every function (the API imports the latter when a document is asked for); the functions other than
-the API load neither the HTTP API, Powertools' event handler and event classes nor asyncio, and those
-that send no HTTP request no HTTP client."""
+the API load neither the HTTP API, Powertools' event handler and event classes nor asyncio, those
+that send no HTTP request no HTTP client, those that walk no schedule's timing no cron rules, and
+those that open no signing secret no cipher."""
 
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ OUTSIDE_THE_API = (
 # compensation answers CloudFormation; the others only read Endpoints.
 SENDERS = {"worker", "api", "compensation"}
 HTTP_CLIENT = ("requests", "edgecron.services.http_sender", "edgecron.services.target_guard")
+# The cron rules: the scan and the compensation walk schedules' timing, the API parses it; the worker
+# and the fan-out and DLQ consumers read and settle schedules, and compute a timing rarely (an edited
+# schedule's fire, a new schedule's first window), when they load the rules.
+CRON_READERS = {"scan", "compensation", "api"}
+CRON = ("croniter", "edgecron.domain.cron")
+# The signing secrets' cipher: the worker opens secrets to sign, the API seals them when it is asked.
+CIPHER = ("cryptography",)
 
 
 @cache
@@ -77,8 +85,19 @@ def test_a_function_that_sends_no_http_request_loads_no_http_client(name: str) -
     assert _under(loaded(name), HTTP_CLIENT) == []
 
 
-def test_the_worker_loads_its_http_client_with_the_function_not_with_its_first_delivery() -> None:
+@pytest.mark.parametrize("name", sorted(set(FUNCTIONS) - CRON_READERS))
+def test_a_function_that_walks_no_schedule_timing_loads_no_cron_rules(name: str) -> None:
+    assert _under(loaded(name), CRON) == []
+
+
+@pytest.mark.parametrize("name", sorted(set(FUNCTIONS) - {"worker"}))
+def test_only_the_worker_loads_the_signing_secrets_cipher_with_the_function(name: str) -> None:
+    assert _under(loaded(name), CIPHER) == []
+
+
+def test_the_worker_loads_its_http_client_and_cipher_with_the_function_not_with_its_first_delivery() -> None:
     assert "edgecron.services.http_sender" in loaded("worker")
+    assert "cryptography.hazmat.primitives.ciphers.aead" in loaded("worker")
 
 
 def test_with_tracing_on_the_handler_is_traced_by_the_x_ray_sdk() -> None:

@@ -75,6 +75,10 @@ def test_a_handler_imports_no_tracing_sdk_parser_or_openapi_models(name: str) ->
     assert _under(modules, EVERYWHERE) == []
 
 
+def test_the_api_loads_the_routes_of_a_resource_when_a_request_first_asks_for_them() -> None:
+    assert _under(loaded("api"), ("edgecron.api.routes", "edgecron.api.mappers")) == []
+
+
 @pytest.mark.parametrize("name", sorted(set(FUNCTIONS) - {"api"}))
 def test_a_function_other_than_the_api_loads_no_http_api(name: str) -> None:
     assert _under(loaded(name), OUTSIDE_THE_API) == []

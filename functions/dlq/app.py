@@ -5,7 +5,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from edgecron.observability import logger, metrics, tracer
-from edgecron.schemas.messages import DeliveryDeadLetter, receive_count
+from edgecron.schemas.sqs import DeliveryDeadLetter, receive_count
 from edgecron.services.dead_letters import handle_poison
 from edgecron.sqs_batch import BatchResponse, process_batch
 

@@ -5,7 +5,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from edgecron.observability import logger, metrics, tracer
-from edgecron.schemas.messages import FanoutRecord
+from edgecron.schemas.sqs import FanoutRecord
 from edgecron.services.fanout import fan_out
 from edgecron.sqs_batch import BatchResponse, process_batch
 

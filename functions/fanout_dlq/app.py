@@ -6,7 +6,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from edgecron.observability import logger, metrics, tracer
-from edgecron.schemas.messages import FanoutDeadLetter, receive_count
+from edgecron.schemas.sqs import FanoutDeadLetter, receive_count
 from edgecron.services.fanout import handle_dead_letter
 from edgecron.sqs_batch import BatchResponse, process_batch
 

@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from cryptography.hazmat.primitives.ciphers import aead  # noqa: F401  (see below)
 
 from edgecron.observability import logger, metrics, tracer
-from edgecron.schemas.messages import DeliveryRecord
+from edgecron.schemas.sqs import DeliveryRecord
 from edgecron.services import http_sender  # noqa: F401  (see below)
 from edgecron.services.delivery import DeliveryBatch, deliver
 from edgecron.services.usage import counting_batch

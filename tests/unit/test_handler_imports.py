@@ -46,6 +46,9 @@ HTTP_CLIENT = ("requests", "edgecron.services.http_sender", "edgecron.services.t
 # schedule's fire, a new schedule's first window), when they load the rules.
 CRON_READERS = {"scan", "compensation", "api"}
 CRON = ("croniter", "edgecron.domain.cron")
+# The SQS records and the batch runner: only the functions that read a queue build them.
+QUEUE_READERS = {"worker", "fanout", "dlq", "fanout_dlq"}
+QUEUE_RECORDS = ("edgecron.schemas.sqs", "edgecron.sqs_batch")
 # The signing secrets' cipher: the worker opens secrets to sign, the API seals them when it is asked.
 CIPHER = ("cryptography",)
 
@@ -92,6 +95,11 @@ def test_a_function_that_sends_no_http_request_loads_no_http_client(name: str) -
 @pytest.mark.parametrize("name", sorted(set(FUNCTIONS) - CRON_READERS))
 def test_a_function_that_walks_no_schedule_timing_loads_no_cron_rules(name: str) -> None:
     assert _under(loaded(name), CRON) == []
+
+
+@pytest.mark.parametrize("name", sorted(set(FUNCTIONS) - QUEUE_READERS))
+def test_a_function_that_reads_no_queue_builds_no_sqs_record_model(name: str) -> None:
+    assert _under(loaded(name), QUEUE_RECORDS) == []
 
 
 @pytest.mark.parametrize("name", sorted(set(FUNCTIONS) - {"worker"}))

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from edgecron.schemas.messages import DeliveryDeadLetter, DeliveryRecord
+from edgecron.schemas.sqs import DeliveryDeadLetter, DeliveryRecord
 from edgecron.sqs_batch import BatchFailed, process_batch
 
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:edgecron-delivery"

@@ -1,6 +1,6 @@
 """Partial batch responses: how every function that reads an SQS queue handles a batch of records.
 
-Each record is validated by the queue's record model (edgecron.schemas.messages), then handed to the
+Each record is validated by the queue's record model (edgecron.schemas.sqs), then handed to the
 function's handler. A record whose body does not parse, or whose handler raises, fails alone: its
 message id is reported in `batchItemFailures` (the event source mappings have
 ReportBatchItemFailures), so SQS hands that message out again (and, after its receive limit, moves it

@@ -37,9 +37,10 @@ OUTSIDE_THE_API = (
     "edgecron.schemas.retry_policies",
     "edgecron.schemas.schedules",  # the schedule API's models: the fire pipeline reads domain limits
 )
-# The HTTP client and the SSRF guard of Endpoint URLs: the worker sends, the API checks URLs, the
-# compensation answers CloudFormation; the others only read Endpoints.
-SENDERS = {"worker", "api", "compensation"}
+# The HTTP client and the SSRF guard of Endpoint URLs: the worker sends; the API loads them with the
+# routes that check URLs or send; the compensation answers CloudFormation through botocore's urllib3;
+# the others only read Endpoints.
+SENDERS = {"worker"}
 HTTP_CLIENT = ("requests", "edgecron.services.http_sender", "edgecron.services.target_guard")
 # The cron rules: the scan and the compensation walk schedules' timing, the API parses it; the worker
 # and the fan-out and DLQ consumers read and settle schedules, and compute a timing rarely (an edited

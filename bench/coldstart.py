@@ -7,7 +7,9 @@ function's directory, then the core layer's python/ directory, then the runtime'
 - one first invocation with a representative event against moto (a moto server in its own process,
   so the function's process holds only what Lambda's would): its wall time and the RSS after it;
 - the same import with tracing on (as a deployed function with `Tracing: Active` runs it);
-- a bare `import boto3` in the same run: the floor no function can go below.
+- in the same run, a bare `import boto3` (which no function imports: their clients are botocore's)
+  and the functions' floor: botocore, pynamodb, pydantic with one model built and Powertools' Logger
+  and Metrics, which every function imports whatever its own code.
 
 The code is loaded from the built artifacts (.aws-sam/build) when they exist and run on this machine,
 else from the source tree (the row says which). The unzipped sizes of the layer and of each function
@@ -44,6 +46,21 @@ MB = 1_000_000
 IMPORT_TARGET_MS = {"api": 300.0}
 DEFAULT_IMPORT_TARGET_MS = 200.0
 LAYER_TARGET_BYTES = 30 * MB
+
+# What every function imports whatever its own code: the SDK its clients and pynamodb are built on,
+# pydantic with a first model built (which loads most of pydantic's internals), Powertools' Logger and
+# Metrics. A module of its own, imported as a handler module is.
+FUNCTIONS_FLOOR = """
+import botocore.config
+import botocore.session
+import pynamodb.models
+from aws_lambda_powertools import Logger, Metrics
+from pydantic import BaseModel
+
+
+class First(BaseModel):
+    value: int
+"""
 
 # Run in each fresh interpreter: import the handler module, then (with an event) invoke it once.
 PROBE = r"""
@@ -399,6 +416,12 @@ def run(
     floor_env = lambda_environment(Function("Floor", "floor"), {}, tracing=False)
     floor = [probe([trees["this"].layer_dir], floor_env, module="boto3") for _ in range(runs)]
     data["boto3_floor"] = _summary(floor)
+    with tempfile.TemporaryDirectory(prefix="edgecron-floor-") as tmp:
+        (Path(tmp) / "functions_floor.py").write_text(FUNCTIONS_FLOOR)
+        dirs = [Path(tmp), trees["this"].layer_dir]
+        data["functions_floor"] = _summary(
+            [probe(dirs, floor_env, module="functions_floor") for _ in range(runs)]
+        )
     with _services(invoke) as (endpoint_url, receiver):
         prepared = {
             label: _prepare_in_a_process(endpoint_url, receiver.url("/cold"))
@@ -461,15 +484,21 @@ def _figure(figures: dict[str, Any]) -> str:
 
 def rows(data: dict[str, Any]) -> list[Row]:
     found: list[Row] = []
-    floor = data["boto3_floor"]
-    found.append(
-        Row(
-            "coldstart",
-            "import boto3 (the floor)",
-            f"{floor['import_ms']['median']:.0f} ms (max {floor['import_ms']['max']:.0f}; "
-            f"CPU {floor['import_cpu_ms']['median']:.0f}), {floor['rss_import_mb']} MB",
+    for key, case in (
+        ("boto3_floor", "import boto3 (no function does)"),
+        ("functions_floor", "botocore, pynamodb, pydantic, Powertools (the floor)"),
+    ):
+        floor = data.get(key)
+        if floor is None:
+            continue
+        found.append(
+            Row(
+                "coldstart",
+                case,
+                f"{floor['import_ms']['median']:.0f} ms (max {floor['import_ms']['max']:.0f}; "
+                f"CPU {floor['import_cpu_ms']['median']:.0f}), {floor['rss_import_mb']} MB",
+            )
         )
-    )
     for label, by_function in data["functions"].items():
         source = "built" if data["loaded_from"][label].startswith("built") else "source"
         for name, figures in by_function.items():

@@ -1,8 +1,8 @@
 """Count what the pipeline asks of AWS while a benchmark runs, through botocore's event hooks.
 
 How the hooks reach every client. A botocore client copies its session's handlers when it is created,
-and the code under test makes clients in several ways: boto3 sessions in `edgecron.data.aws`, and one
-botocore session per thread and connection inside pynamodb. So `install()`:
+and the code under test makes clients in several ways: a botocore session per client in
+`edgecron.data.aws`, and one botocore session per thread and connection inside pynamodb. So `install()`:
 1. appends the handlers to `botocore.handlers.BUILTIN_HANDLERS`, the list every new botocore Session
    registers (the same mechanism moto uses for its stubber), which covers every client made afterwards;
 2. registers them on every client and session already alive (found with `gc`), e.g. when the

@@ -1,6 +1,6 @@
 """Fault injection at the AWS call layer of the in-process harness.
 
-Every AWS call the handlers make (boto3 clients and pynamodb alike) goes through botocore's
+Every AWS call the handlers make (botocore clients and pynamodb alike) goes through botocore's
 `BaseClient._make_api_call`. While a `Faults` block is open, each call a handler makes (a call inside
 `harness.invoke`, the way the harness runs functions/<name>) is matched against the block's rules; the
 first rule that matches and still has shots left makes the call fail in one of four ways:

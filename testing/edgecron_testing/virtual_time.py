@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from moto.sqs import models as sqs_models
 
 from edgecron import clock
+from edgecron.sqs_batch import BatchFailed
 from edgecron_testing.harness import invoke
 from edgecron_testing.inprocess import Pump
 
@@ -85,7 +85,7 @@ class VirtualStack:
         and its messages stay in the queue until their visibility timeout (by the clock) ends."""
         try:
             return self.pump.once(queue, function, batch=batch)
-        except BatchProcessingError:
+        except BatchFailed:
             return 0
 
     def run_until(self, until: datetime) -> None:

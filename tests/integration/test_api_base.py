@@ -3,9 +3,14 @@ the OpenAPI document, and Apps / Endpoints / Retry Policies."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from standardwebhooks.webhooks import Webhook
 
-from edgecron_testing.harness import call_api
+from edgecron.api.resolver import Resolver, build_api, openapi_json
+from edgecron_testing.harness import FakeContext, api_event, call_api, response_body
+from edgecron_testing.iam import acting_as
 from tests.integration.conftest import new_app
 
 EP = {"url": "http://127.0.0.1:9/hook"}
@@ -256,6 +261,44 @@ def test_a_wrong_method_on_a_known_path_is_405(app_key: str) -> None:
     assert resp.status == 405 and resp.body["error"]["code"] == "METHOD_NOT_ALLOWED"
     assert set(resp.headers["Allow"].split(", ")) == {"GET", "POST"}
     assert call_api("PUT", "/v1/nowhere", key=app_key).status == 404
+
+
+def _first_container() -> Resolver:
+    """A resolver as a new container builds it: no route loaded before its first request."""
+    return build_api()
+
+
+def _resolve(api: Resolver, method: str, path: str, key: str) -> tuple[int, Any, dict[str, str]]:
+    with acting_as("api"):
+        result = api.resolve(api_event(method, path, key=key), FakeContext("api"))
+    return int(result["statusCode"]), response_body(result), dict(result.get("headers") or {})
+
+
+def test_a_container_answers_405_from_every_route_whichever_request_comes_first(app_key: str) -> None:
+    api = _first_container()
+    status, body, headers = _resolve(api, "PUT", "/v1/endpoints", app_key)
+    assert status == 405 and body["error"]["code"] == "METHOD_NOT_ALLOWED"
+    assert set(headers["Allow"].split(", ")) == {"GET", "POST"}
+    status, _, headers = _resolve(api, "PUT", "/v1/schedules", app_key)
+    assert status == 405 and set(headers["Allow"].split(", ")) == {"GET", "POST"}
+    assert _resolve(api, "GET", "/v1/schedules", app_key)[0] == 200
+
+
+def test_each_request_is_served_by_its_routes_whichever_came_before(app_key: str) -> None:
+    api = _first_container()
+    for path in ("/v1/schedules", "/v1/endpoints", "/v1/task-runs", "/v1/dead-letters", "/v1/usage"):
+        assert _resolve(api, "GET", path, app_key)[0] == 200, path
+    assert _resolve(api, "GET", "/v1/nothing-here", app_key)[0] == 404
+
+
+def test_the_openapi_document_is_the_same_whichever_routes_a_container_served_first(app_key: str) -> None:
+    api = _first_container()
+    assert _resolve(api, "GET", "/v1/schedules", app_key)[0] == 200
+    assert _resolve(api, "GET", "/v1/endpoints", app_key)[0] == 200
+    status, served, _ = _resolve(api, "GET", "/openapi.json", app_key)
+    assert status == 200
+    assert served == json.loads(openapi_json(_first_container()))
+    assert list(served["paths"]) == list(json.loads(openapi_json(_first_container()))["paths"])
 
 
 def test_signing_secrets_are_encrypted_at_rest_with_kms(app_key: str) -> None:

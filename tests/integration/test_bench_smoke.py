@@ -127,6 +127,7 @@ def test_coldstart_benchmark_produces_figures() -> None:
         first = figures["first_invocation"]
         assert first["invoke_ms"] > 0 and first["rss_invoke_mb"] >= first["rss_import_mb"] > 0
     assert data["boto3_floor"]["import_ms"]["median"] > 0
+    assert data["functions_floor"]["import_ms"]["median"] > 0
     # each first invocation did its work: the worker's run reached the receiver, the API answered
     assert measured["worker"]["first_invocation"]["result"] == {"batchItemFailures": []}
     assert data["receiver_requests"] >= 1

@@ -47,6 +47,28 @@ def test_each_request_type_is_answered_success(cfn: Receiver, name: str) -> None
         assert "catch_ups" in answer["Data"]  # the catch-up ran
 
 
+def test_the_answer_is_a_put_of_json_with_the_empty_content_type_a_presigned_url_is_signed_for(
+    cfn: Receiver,
+) -> None:
+    invoke("compensation", load_event("cfn-delete.json") | {"ResponseURL": cfn.url("/cfn-response")})
+    [request] = cfn.received("/cfn-response")
+    assert request.method == "PUT" and request.headers.get("content-type") == ""
+    assert int(request.headers["content-length"]) == len(request.body) > 0
+
+
+def test_an_unreachable_response_url_is_tried_three_times_then_reported_unsent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from edgecron.services import compensation
+
+    waits: list[float] = []
+    monkeypatch.setattr(compensation.time, "sleep", waits.append)
+    event = load_event("cfn-delete.json") | {"ResponseURL": "http://127.0.0.1:9/nobody"}
+    result = invoke("compensation", event)
+    assert result["Status"] == "SUCCESS" and result["sent"] is False
+    assert waits == [0.5, 1.0, 1.5]
+
+
 def test_a_failing_catch_up_still_answers_failed(cfn: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*args: object, **kwargs: object) -> object:
         raise RuntimeError("DynamoDB unavailable")

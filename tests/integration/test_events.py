@@ -11,7 +11,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from pydantic import TypeAdapter
 from standardwebhooks.webhooks import Webhook
 
@@ -22,6 +21,7 @@ from edgecron.data.models import EndpointModel, EventModel, TaskRunModel
 from edgecron.schemas.messages import EventPage, FanoutBody
 from edgecron.services import events as event_service
 from edgecron.services import fanout
+from edgecron.sqs_batch import BatchFailed
 from edgecron_testing.harness import call_api, invoke, sqs_event
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import ADMIN_KEY, Pump, app_runs, drain_queues, new_app, queue
@@ -291,7 +291,7 @@ def crash_step(
 
     monkeypatch.setattr(target, name, dying)
     message = receive_fanout(pump)
-    with pytest.raises(BatchProcessingError):  # the invocation fails (BatchSize 1)
+    with pytest.raises(BatchFailed):  # the invocation fails (BatchSize 1)
         invoke("fanout", sqs_event([message], queue("FanoutQueue").arn))
     monkeypatch.setattr(target, name, original)
     redeliver_now(pump, message)
@@ -608,7 +608,7 @@ def test_a_page_that_cannot_be_recorded_sends_no_continuation_and_parks_the_even
     with event_writes_rejected(monkeypatch):
         for _ in range(5):  # the queue hands the first page out maxReceiveCount times
             message = receive_fanout(pump)
-            with pytest.raises(BatchProcessingError):
+            with pytest.raises(BatchFailed):
                 invoke("fanout", sqs_event([message], queue("FanoutQueue").arn))
             redeliver_now(pump, message)
             drop_deliveries()

@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from edgecron import clock
 from edgecron.domain import jitter
 from edgecron.services.fires import admission, turns
+from edgecron.sqs_batch import BatchFailed
 from edgecron_testing.harness import call_api, delivery_message, invoke, sqs_event
 from edgecron_testing.harness import new_endpoint as endpoint
 from edgecron_testing.harness import new_schedule as schedule
@@ -317,7 +317,7 @@ def test_a_buffered_fire_starts_even_if_the_worker_settling_the_open_one_dies(
     with monkeypatch.context() as m:
         # before the turn is handed over, or after it and before the buffered fire is sent
         m.setattr(turns, dies_in, _dies(dies_in))
-        with pytest.raises(BatchProcessingError, match="worker died"):
+        with pytest.raises(BatchFailed, match="worker died"):
             pump.deliveries()  # the invocation fails: its message comes back once its visibility ends
     assert [st for _, st, _ in statuses(key, s["id"])][:2] == ["COMPLETED", "BUFFERED"]
     # the scan's reconcile of open Fires re-drives the buffered one: it finds the turn free
@@ -381,7 +381,7 @@ def test_an_admission_cut_short_after_taking_the_turn_is_finished_by_the_scan(
     invoke("scan", {"detail": {}})
     with monkeypatch.context() as m:
         m.setattr(admission.fire_data, "admit", _dies("admit"))
-        with pytest.raises(BatchProcessingError, match="worker died"):
+        with pytest.raises(BatchFailed, match="worker died"):
             pump.once("FanoutQueue", "fanout", batch=1)
     assert statuses(key, s["id"]) == [("12:00:00", "SCHEDULED", 0)]
     assert receiver.received("/ok") == []

@@ -1,17 +1,27 @@
-"""Build the API resolver: routes, auth, the error format, the OpenAPI document and the docs UI."""
+"""Build the API resolver: routes, auth, the error format, the OpenAPI document and the docs UI.
+
+A container imports the routes of a resource (their functions, schemas, mappers and services) when a
+request first asks for one of its paths, not at its cold start: a request only ever needs its own. The
+routers are told apart by the first segment of their paths, which no two share; every router is
+included before anything that needs all of them (the OpenAPI document, the docs UI, the 404/405
+answer), and the document lists the paths in the same order however they were loaded."""
 
 from __future__ import annotations
 
 import binascii
 import json
 import re
+import threading
+from collections.abc import Mapping
 from contextvars import ContextVar
 from functools import cache
+from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import aws_lambda_powertools.event_handler
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from pydantic import ValidationError
@@ -20,10 +30,6 @@ from edgecron import __version__, clock
 from edgecron.api.context import set_app_id, set_time_left
 from edgecron.api.links import add_links
 from edgecron.api.responses import error_response, json_response
-from edgecron.api.routes import account, apps, endpoints, events, retry_policies, schedules, task_runs
-from edgecron.api.routes.console import router as console_router
-from edgecron.api.routes.run_requests import router as run_requests_router
-from edgecron.api.routes.stats import router as stats_router
 from edgecron.errors import (
     ApiError,
     NotFound,
@@ -40,19 +46,36 @@ from edgecron.services import rate_limits as rate_service
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.openapi.models import SecurityScheme
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
-ROUTERS = [
-    apps.router,
-    endpoints.router,
-    retry_policies.router,
-    task_runs.router,
-    run_requests_router,
-    schedules.router,
-    account.router,
-    events.router,
-    stats_router,
-    console_router,
-]
+# The route modules (edgecron.api.routes.<name>), in the order the resolver includes them all.
+ROUTERS = (
+    "apps",
+    "endpoints",
+    "retry_policies",
+    "task_runs",
+    "run_requests",
+    "schedules",
+    "account",
+    "events",
+    "stats",
+    "console",
+)
+# The first segment of a path (after /v1 for the API's) → the route modules that serve it.
+SERVED_BY: dict[str, tuple[str, ...]] = {
+    "apps": ("apps",),
+    "endpoints": ("endpoints",),
+    "retry-policies": ("retry_policies",),
+    "task-runs": ("task_runs", "run_requests"),
+    "dead-letters": ("task_runs",),
+    "schedules": ("schedules",),
+    "account": ("account",),
+    "usage": ("account",),
+    "notifications": ("account",),
+    "events": ("events",),
+    "stats": ("stats",),
+    "console": ("console",),
+}
 TITLE = "EdgeCron API"
 ADMIN_PREFIX = "/v1/apps"
 ACCOUNT_PATH = "/v1/account"  # answers to the admin key as well as to App keys
@@ -239,11 +262,44 @@ def _validation_error(exc: RequestValidationError | ValidationError) -> Response
     return error_response(ParamInvalid(message.removeprefix("Value error, "), _field(loc)))
 
 
-def build_api() -> APIGatewayHttpResolver:
+def routers_for(path: str) -> tuple[str, ...]:
+    """The route modules a request for `path` may need: those of its first segment, or all of them
+    for a path no router serves (its answer, 404 or 405, is decided from every route)."""
+    parts = path.strip("/").split("/")
+    segment = parts[1] if parts[0] == "v1" and len(parts) > 1 else parts[0]
+    return SERVED_BY.get(segment, ROUTERS)
+
+
+class Resolver(APIGatewayHttpResolver):
+    """Powertools' HTTP API resolver whose routers are included when a request first needs them."""
+
+    def __init__(self) -> None:
+        super().__init__(enable_validation=True)
+        self._included: set[str] = set()
+        self._including = threading.Lock()  # the local stack resolves requests on several threads
+
+    def include(self, names: tuple[str, ...]) -> None:
+        """Include the routers of these route modules (importing them) unless they already are."""
+        if self._included.issuperset(names):
+            return
+        with self._including:
+            for name in names:
+                if name not in self._included:
+                    router: Router = import_module(f"edgecron.api.routes.{name}").router
+                    self.include_router(router)
+                    self._included.add(name)
+
+    def include_all(self) -> None:
+        self.include(ROUTERS)
+
+    def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+        self.include(routers_for(str(event.get("rawPath") or "")))
+        return super().resolve(event, context)
+
+
+def build_api() -> Resolver:
     """A new resolver (one per container: resolvers hold per-request state)."""
-    api = APIGatewayHttpResolver(enable_validation=True)
-    for router in ROUTERS:
-        api.include_router(router)
+    api = Resolver()
     api.use(middlewares=[_gate])
 
     @api.exception_handler(ApiError)
@@ -270,6 +326,7 @@ def build_api() -> APIGatewayHttpResolver:
     def _not_found(_: Exception) -> Response[str]:
         path, method = api.current_event.path, api.current_event.http_method.upper()
         if not routes:
+            api.include_all()
             routes.extend(_route_table(api))
         allowed = sorted({m for pattern, methods in routes for m in methods if pattern.fullmatch(path)})
         if allowed and method not in allowed:
@@ -304,7 +361,7 @@ def build_api() -> APIGatewayHttpResolver:
     return api
 
 
-def _route_table(api: APIGatewayHttpResolver) -> list[tuple[re.Pattern[str], set[str]]]:
+def _route_table(api: Resolver) -> list[tuple[re.Pattern[str], set[str]]]:
     """(path pattern, methods) of every documented route, for telling 405 from 404."""
     document = json.loads(openapi_json(api))
     return [
@@ -313,11 +370,13 @@ def _route_table(api: APIGatewayHttpResolver) -> list[tuple[re.Pattern[str], set
     ]
 
 
-def openapi_json(api: APIGatewayHttpResolver) -> str:
-    """The OpenAPI document, corrected where Powertools' generator does not describe this API: invalid
-    requests answer 400 in the error format (never 422), and 204 answers have no body; each create
-    links to the operations on what it made (api/links.py)."""
+def openapi_json(api: Resolver) -> str:
+    """The OpenAPI document of every route, corrected where Powertools' generator does not describe
+    this API: invalid requests answer 400 in the error format (never 422), and 204 answers have no
+    body; each create links to the operations on what it made (api/links.py)."""
+    api.include_all()
     document = json.loads(_raw_openapi(api))
+    document["paths"] = dict(sorted(document.get("paths", {}).items(), key=_listed_at))
     for operations in document.get("paths", {}).values():
         for operation in operations.values():
             responses = operation.get("responses", {})
@@ -331,13 +390,21 @@ def openapi_json(api: APIGatewayHttpResolver) -> str:
     return json.dumps(document)
 
 
-def _raw_openapi(api: APIGatewayHttpResolver) -> str:
+def _listed_at(path_item: tuple[str, object]) -> tuple[bool, int]:
+    """Where a path stands in the document: the paths with parameters first, then the others (as
+    Powertools lists the routes), each group in the order of ROUTERS, whichever router a request
+    loaded first; a stable sort keeps the order of each router's own paths."""
+    path = path_item[0]
+    return "{" not in path, ROUTERS.index(routers_for(path)[0])
+
+
+def _raw_openapi(api: Resolver) -> str:
     return api.get_openapi_json_schema(
         title=TITLE, version=__version__, security_schemes=security(), security=[{"bearerAuth": []}]
     )
 
 
-def docs_page(api: APIGatewayHttpResolver) -> Response[str]:
+def docs_page(api: Resolver) -> Response[str]:
     """The Swagger UI page of the OpenAPI document (Powertools' page, its script and style inline);
     `?format=json` answers the document it shows, `?format=oauth2-redirect` Swagger UI's OAuth2 page."""
     from aws_lambda_powertools.event_handler.openapi.swagger_ui import (

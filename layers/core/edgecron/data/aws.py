@@ -1,4 +1,8 @@
-"""boto3 clients, created once per process (they honour AWS_ENDPOINT_URL, so the local stack works)."""
+"""AWS clients, created once per process (they honour AWS_ENDPOINT_URL, so the local stack works).
+
+They are botocore's: the product calls services through clients only (no boto3 resources, no S3
+transfers), and pynamodb is built on botocore too, so no function imports boto3, whose import (with
+s3transfer's, which it loads eagerly) every cold start would pay on top of botocore's."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from contextvars import ContextVar
 from functools import cache
 from typing import Any
 
-import boto3
+import botocore.session
 from botocore.config import Config
 
 from edgecron.config import get_settings
@@ -21,7 +25,10 @@ _CONFIG = Config(retries={"max_attempts": 4, "mode": "standard"}, connect_timeou
 
 @cache
 def client(service: str) -> Any:
-    return boto3.session.Session().client(service, region_name=get_settings().region, config=_CONFIG)
+    # A session of its own per client, as a boto3 Session would make: sessions are not thread-safe,
+    # and the worker's threads may create clients at the same time.
+    session = botocore.session.Session()
+    return session.create_client(service, region_name=get_settings().region, config=_CONFIG)
 
 
 def caller() -> str:

@@ -5,7 +5,10 @@ encrypts each secret locally with it (AES-256-GCM); the stored value carries the
 key. A worker then pays one KMS Decrypt per data key and container, not one per secret: an Event
 fanned out to a thousand Endpoints created by the same API container costs one KMS call, not a
 thousand. Decrypted data keys (and secrets sealed by the earlier one-call-per-secret scheme, prefix
-`kms:`) are cached per container, keyed by calling function and ciphertext, and never logged."""
+`kms:`) are cached per container, keyed by calling function and ciphertext, and never logged.
+
+The cipher (cryptography's AES-GCM) is imported when a secret is first sealed or opened: most
+functions that load this module (the scan, the DLQ consumers, the compensation) never do either."""
 
 from __future__ import annotations
 
@@ -15,11 +18,13 @@ import threading
 import time
 from dataclasses import dataclass
 from functools import lru_cache
-
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import TYPE_CHECKING
 
 from edgecron.config import get_settings
 from edgecron.data.aws import caller, client
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 PREFIX = "kms:"  # a secret encrypted by KMS itself (sealed before data keys)
 ENVELOPE = "dk1:"  # dk1:<KMS-encrypted data key>:<nonce>:<AES-GCM ciphertext>, each base64
@@ -54,6 +59,12 @@ def _data_key(key_id: str) -> _DataKey:
         return key
 
 
+def _cipher(key: bytes) -> AESGCM:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return AESGCM(key)
+
+
 def seal(plaintext: str) -> str:
     """Ciphertext to store; without a configured key (unit tests) the secret is stored as given."""
     key_id = get_settings().secrets_kms_key_id
@@ -61,7 +72,7 @@ def seal(plaintext: str) -> str:
         return plaintext
     key = _data_key(key_id)
     nonce = os.urandom(12)
-    box = AESGCM(key.plaintext).encrypt(nonce, plaintext.encode(), _AAD)
+    box = _cipher(key.plaintext).encrypt(nonce, plaintext.encode(), _AAD)
     return ENVELOPE + ":".join((key.sealed, base64.b64encode(nonce).decode(), base64.b64encode(box).decode()))
 
 
@@ -70,7 +81,7 @@ def unseal(stored: str) -> str:
         sealed_key, nonce, box = stored[len(ENVELOPE) :].split(":")
         with _opening:  # one KMS call per data key, however many deliveries ask at once
             key = _open_data_key(caller(), sealed_key)
-        return AESGCM(key).decrypt(base64.b64decode(nonce), base64.b64decode(box), _AAD).decode()
+        return _cipher(key).decrypt(base64.b64decode(nonce), base64.b64decode(box), _AAD).decode()
     if stored.startswith(PREFIX):
         with _opening:
             return _decrypt(caller(), stored)

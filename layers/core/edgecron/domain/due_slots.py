@@ -14,9 +14,10 @@ Keys are numbers in disjoint ranges: exact ones are epoch milliseconds (> 0), th
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from edgecron.domain import cron as cron_rules
+if TYPE_CHECKING:
+    from edgecron.domain.cron import CronSpec
 
 DAY_MS: Final = 86_400_000
 HOUR_MS: Final = 3_600_000
@@ -42,12 +43,14 @@ _BASE: Final = {Wheel.DAY: _DAY_BASE, Wheel.HOUR: _HOUR_BASE}
 _PERIOD: Final = {Wheel.DAY: DAY_MS, Wheel.HOUR: HOUR_MS}
 
 
-def wheel_of(spec: cron_rules.CronSpec | None) -> Wheel:
+def wheel_of(spec: CronSpec | None) -> Wheel:
     """The wheel a schedule's cron expression keeps its entry on (EXACT for a one-time schedule).
     It depends on the expression alone, never on the time, so every write agrees on it."""
     if spec is None:
         return Wheel.EXACT
-    shape = cron_rules.fire_shape(spec)
+    from edgecron.domain.cron import fire_shape  # loaded already: the spec was parsed by it
+
+    shape = fire_shape(spec)
     if not shape.every_month_day:
         return Wheel.EXACT  # a few days a month or a year: reading it daily would cost more than moving it
     if shape.per_day >= EVERY_TICK_MIN_PER_DAY:

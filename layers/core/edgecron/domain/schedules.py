@@ -1,16 +1,22 @@
 """A Schedule: where (its Endpoints, or every Endpoint of its App) and when (a cron expression in
 a time zone, or one time `at`) to deliver its payload, and how far its fires have got. Times are
 epoch milliseconds. The data layer reads and writes it whole or by compare-and-set, and keeps the
-index attributes that put it in the scan's due index to itself."""
+index attributes that put it in the scan's due index to itself.
+
+The cron rules (domain/cron.py: croniter and the time zone database) are imported when a schedule's
+timing is first computed, not with this module: the functions that only read and settle schedules
+(the worker, the DLQ consumers) mostly never compute one."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgecron import clock
-from edgecron.domain import cron as cron_rules
 from edgecron.domain.vocabulary import MissedPolicy, OverlapPolicy, ScheduleStatus
+
+if TYPE_CHECKING:
+    from edgecron.domain.cron import CronSpec
 
 PAUSE_REASON_MAX = 500  # characters of a pause reason (a user's, or the failure that auto-paused it)
 
@@ -72,6 +78,8 @@ class Schedule:
             return self.at == fire_at_ms
         if self.start_at is not None and fire_at_ms < self.start_at:
             return False
+        from edgecron.domain import cron as cron_rules
+
         nxt = cron_rules.next_fire(spec, clock.from_ms(fire_at_ms - 1000))
         return nxt is not None and self.within_window(clock.to_ms(nxt)) == fire_at_ms
 
@@ -85,9 +93,13 @@ class Schedule:
             since is not None and dispatched_at_ms <= since < fire_at_ms and not self.has_fire_at(fire_at_ms)
         )
 
-    def spec(self) -> cron_rules.CronSpec | None:
+    def spec(self) -> CronSpec | None:
         """Its cron expression in its time zone; None for a one-time schedule."""
-        return cron_rules.parse_cron(self.cron, self.timezone) if self.cron else None
+        if not self.cron:
+            return None
+        from edgecron.domain import cron as cron_rules
+
+        return cron_rules.parse_cron(self.cron, self.timezone)
 
     def within_window(self, fire_at_ms: int | None) -> int | None:
         """`fire_at_ms` if it lies inside the [start_at, end_at] window, else None (a time before
@@ -101,6 +113,8 @@ class Schedule:
         spec = self.spec()
         if spec is None:
             return None
+        from edgecron.domain import cron as cron_rules
+
         nxt = cron_rules.next_fire(spec, clock.from_ms(after_ms))
         return self.within_window(clock.to_ms(nxt) if nxt else None)
 
@@ -114,6 +128,8 @@ class Schedule:
         if self.cron is None:
             return [self.at] if self.at is not None and self.at > now_ms else []
         after = now_ms if self.start_at is None else max(now_ms, self.start_at - 1)
+        from edgecron.domain import cron as cron_rules
+
         try:
             spec = cron_rules.parse_cron(self.cron, self.timezone)
             found = cron_rules.next_fires(spec, clock.from_ms(after), min(n, cron_rules.MAX_PREVIEW))
@@ -131,6 +147,8 @@ class Schedule:
         stored = self.next_fire_at
         if not self.is_active or self.cron is None or stored is None or stored > walked_to_ms:
             return self
+        from edgecron.domain import cron as cron_rules
+
         try:
             spec = cron_rules.parse_cron(self.cron, self.timezone)
         except cron_rules.CronError:

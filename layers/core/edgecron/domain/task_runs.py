@@ -8,6 +8,8 @@ from typing import Any
 
 from edgecron.domain.vocabulary import RunStatus, Source
 
+MAX_RUN_DELAY_SEC = 365 * 86_400  # how far ahead a direct run may be due (delay_sec or deliver_at)
+
 
 @dataclass(frozen=True)
 class TaskRun:

@@ -1,11 +1,5 @@
-"""The bodies of EdgeCron's SQS messages, and the Lambda SQS records that carry them.
-
-The functions reading the queues hand these record models to Powertools' batch processor, which
-parses each record's JSON body before the handler sees it. A body that does not parse (not JSON,
-nested past the parser's limit, the wrong shape, ids no object can have) fails that record alone:
-SQS delivers it again and, after its receive limit, moves it to the queue's DLQ. The DLQ consumers'
-records accept any body, and keep one that does not parse as its text, so they can record it as
-unparseable and let it go instead of failing it for ever."""
+"""The bodies of EdgeCron's SQS messages: what the functions send, and what the queues' consumers
+read from the records that carry them (edgecron.schemas.sqs)."""
 
 from __future__ import annotations
 
@@ -16,14 +10,12 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
-    Json,
     StringConstraints,
     Tag,
     model_validator,
 )
 
 from edgecron.schemas.common import Id
-from edgecron.schemas.sqs import SqsRecord
 
 Count = Annotated[int, Field(ge=0)]  # strict: `true`, `"5"` and `5.0` are not counts
 Cursor = Annotated[str, StringConstraints(max_length=2048)]
@@ -119,29 +111,3 @@ FanoutBody = Annotated[
     | Annotated[FireGate, Tag("fire_gate")],
     Discriminator(_kind),
 ]
-
-
-class DeliveryRecord(SqsRecord):
-    body: Json[DeliveryBody]  # type: ignore[assignment]
-
-
-class FanoutRecord(SqsRecord):
-    body: Json[FanoutBody]  # type: ignore[assignment]
-
-
-class DeliveryDeadLetter(SqsRecord):
-    """A record of the delivery DLQ: its message, or the text of one that does not parse."""
-
-    body: Json[DeliveryBody] | str = Field(union_mode="left_to_right")  # type: ignore[assignment]
-
-
-class FanoutDeadLetter(SqsRecord):
-    """A record of the fan-out DLQ: its message, or the text of one that does not parse."""
-
-    body: Json[FanoutBody] | str = Field(union_mode="left_to_right")  # type: ignore[assignment]
-
-
-def receive_count(record: SqsRecord) -> int:
-    """How many times SQS handed the message out (0 when the attribute is not a number)."""
-    text = record.attributes.ApproximateReceiveCount
-    return int(text) if text.isdecimal() and len(text) < 10 else 0

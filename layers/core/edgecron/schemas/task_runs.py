@@ -6,10 +6,9 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from edgecron.domain.task_runs import MAX_RUN_DELAY_SEC
 from edgecron.domain.vocabulary import ErrorKind, RunStatus, Source
 from edgecron.schemas.common import FromText, Id, Model, Page, Rfc3339, Strict
-
-MAX_RUN_DELAY_SEC = 365 * 86_400  # how far ahead a direct run may be due (delay_sec or deliver_at)
 
 
 class TaskRunCreate(Strict):

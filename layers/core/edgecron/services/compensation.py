@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import requests
+import urllib3
 
 from edgecron import clock
 from edgecron.observability import logger
@@ -57,7 +57,9 @@ def handle(event: dict[str, Any], remaining_ms: int) -> CfnAnswer:
 
 
 def respond(event: dict[str, Any], answer: CfnAnswer, physical_id: str) -> bool:
-    """PUT the answer to the pre-signed ResponseURL (a few tries); False if it could not be sent."""
+    """PUT the answer to the pre-signed ResponseURL (a few tries); False if it could not be sent.
+    Through urllib3, which botocore is built on and every function has loaded, not the deliveries'
+    HTTP client (requests), which would add about 20 ms to the cold start for one request per deploy."""
     body = json.dumps(
         {
             "Status": answer.status,
@@ -72,11 +74,18 @@ def respond(event: dict[str, Any], answer: CfnAnswer, physical_id: str) -> bool:
     )
     for attempt in range(3):
         try:
-            resp = requests.put(event["ResponseURL"], data=body, headers={"content-type": ""}, timeout=10)
-            if resp.status_code < 300:
+            resp = urllib3.request(
+                "PUT",
+                event["ResponseURL"],
+                body=body,
+                headers={"content-type": ""},
+                timeout=10,
+                retries=False,
+            )
+            if resp.status < 300:
                 return True
-            logger.error("CloudFormation response refused", extra={"status": resp.status_code})
-        except requests.RequestException:
+            logger.error("CloudFormation response refused", extra={"status": resp.status})
+        except urllib3.exceptions.HTTPError:
             logger.exception("CloudFormation response failed", extra={"attempt": attempt + 1})
         time.sleep(0.5 * (attempt + 1))
     return False

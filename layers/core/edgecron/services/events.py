@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgecron import clock, ids
 from edgecron.data import events as data
@@ -21,10 +21,12 @@ from edgecron.domain.expiry import is_alive
 from edgecron.domain.task_runs import TaskRun
 from edgecron.errors import Conflict, NotFound, ParamInvalid
 from edgecron.observability import logger
-from edgecron.schemas.events import EventCreate
 from edgecron.services import quota, usage
 from edgecron.services.scan_work import Work, first_shard, item_failed
 from edgecron.services.task_runs import check_payload
+
+if TYPE_CHECKING:  # the API's request model: the functions other than the API never build it
+    from edgecron.schemas.events import EventCreate
 
 
 def run_id_for(event_id: str, endpoint_id: str) -> str:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgecron import clock, ids
 from edgecron.config import get_settings
@@ -16,14 +16,16 @@ from edgecron.data import runs as data
 from edgecron.data.paging import Page
 from edgecron.data.queues import DeliveryMessage, send_deliveries
 from edgecron.domain.attempts import Attempt
-from edgecron.domain.task_runs import TaskRun
+from edgecron.domain.task_runs import MAX_RUN_DELAY_SEC, TaskRun
 from edgecron.domain.vocabulary import RunStatus, Source
 from edgecron.domain.wake import wake_entry, wake_time
 from edgecron.errors import Conflict, NotFound, ParamInvalid, PayloadTooLarge
 from edgecron.schemas.common import MAX_PAYLOAD_BYTES
-from edgecron.schemas.task_runs import MAX_RUN_DELAY_SEC, DeadLetterFilter, TaskRunCreate
 from edgecron.services import quota, usage
 from edgecron.services.fires import settle
+
+if TYPE_CHECKING:  # the API's request models: the functions other than the API never build them
+    from edgecron.schemas.task_runs import DeadLetterFilter, TaskRunCreate
 
 
 def check_payload(payload: Any, field: str = "payload") -> None:

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel, Field
 
 from edgecron import clock
-from edgecron.api import mappers
+from edgecron.api.mappers import apps as mappers
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, decode_scan_cursor, encode_cursor
 from edgecron.api.responses import docs
 from edgecron.schemas.apps import (

@@ -10,9 +10,9 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from edgecron import clock
-from edgecron.api import mappers
 from edgecron.api.context import current_app_id
 from edgecron.api.idempotency import IdempotencyKey, run_once
+from edgecron.api.mappers import events as mappers
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor
 from edgecron.api.responses import docs
 from edgecron.errors import ParamInvalid

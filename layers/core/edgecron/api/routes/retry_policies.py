@@ -6,9 +6,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from edgecron import clock
-from edgecron.api import mappers
 from edgecron.api.context import current_app_id
 from edgecron.api.idempotency import IdempotencyKey, run_once
+from edgecron.api.mappers import retry_policies as mappers
 from edgecron.api.pagination import Cursor, Limit, decode_cursor, encode_cursor
 from edgecron.api.responses import docs
 from edgecron.schemas.retry_policies import (

@@ -20,7 +20,7 @@ from edgecron.data.fires import run_id as run_id_for
 from edgecron.data.models import FireModel, ScheduleModel
 from edgecron_cli.local.stack import REBUILD_EVENT
 from edgecron_testing import faults
-from edgecron_testing.harness import call_api, delivery_message, invoke, sqs_event
+from edgecron_testing.harness import call_api, delivery_message, invoke, sqs_event, timeout_sec
 from edgecron_testing.inprocess import Pump, TableCalls, drain_queues, due_walk_left_at, queue
 from edgecron_testing.receiver import Receiver, Reply
 from edgecron_testing.virtual_time import VirtualStack, sqs_on_clock
@@ -546,3 +546,54 @@ def test_the_last_fire_of_a_broadcast_schedule_before_its_end_is_delivered(
     assert created.status == 201, created.body
     stack.run_until(at(125))
     assert t.delivered(created.body["id"]) == [iso(at(60))]
+
+
+@pytest.mark.parametrize("kind", [faults.AFTER, faults.KILL_AFTER])
+def test_a_resume_retried_after_its_answer_was_lost_delivers_every_fire_after_it(
+    kind: str, stack: VirtualStack, receiver: Receiver
+) -> None:
+    """The resume's write of the schedule took effect and its answer was lost (a read timeout, the
+    invocation killed): the client's retry finds the schedule ACTIVE and answers. Every fire after
+    that answer is delivered, those before the next scan tick included."""
+    t = Tenant(receiver, f"resume-retried-{kind}")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/5 * * * * *")
+    stack.run_until(at(12))
+    stack.clock.set(at(12.5))
+    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    stack.run_until(at(14))
+    stack.clock.set(at(14.5))
+    with faults.Faults() as f:
+        f.on("dynamodb", "PutItem", kind=kind, function="api", table="SchedulesTable")
+        try:
+            first = t.api("POST", f"/v1/schedules/{s['id']}/resume").status
+        except faults.InvocationKilled:
+            first = None
+    assert f.injected and first != 200, "the fault was not injected"
+    retried = t.api("POST", f"/v1/schedules/{s['id']}/resume")
+    assert retried.status == 200 and retried.body["status"] == "ACTIVE", retried.body
+    stack.run_until(at(125))
+    assert t.delivered(s["id"]) == every(5, 1, 10) + every(5, 15, 125)
+
+
+def test_a_create_retried_after_its_answer_was_lost_delivers_every_fire_after_it(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    """The create stored the schedule and its invocation died before it answered: the client's
+    retry with the same Idempotency-Key answers for that schedule, and every fire after that answer
+    is delivered, those before the next scan tick included."""
+    t = Tenant(receiver, "create-retried")
+    stack.run_until(at(0.5))
+    body = {"cron": "*/5 * * * * *", "endpoint_ids": [t.endpoint_id]}
+    with faults.Faults() as f:
+        f.on("dynamodb", "PutItem", kind=faults.KILL_AFTER, function="api", table="SchedulesTable")
+        with pytest.raises(faults.InvocationKilled):
+            t.api("POST", "/v1/schedules", body, headers={"Idempotency-Key": "create-once"})
+    assert f.injected, "the fault was not injected"
+    stack.run_until(at(timeout_sec("api") + 2))  # the dead request's hold on the key runs out
+    retried = t.api("POST", "/v1/schedules", body, headers={"Idempotency-Key": "create-once"})
+    assert retried.status == 201, retried.body
+    answered = timeout_sec("api") + 2
+    stack.run_until(at(150))
+    delivered = t.delivered(retried.body["id"])
+    assert [d for d in delivered if d > iso(at(answered))] == every(5, answered + 1, 150)

@@ -24,9 +24,10 @@ from edgecron_testing.harness import call_api, delivery_message, invoke, sqs_eve
 from edgecron_testing.inprocess import Pump, TableCalls, drain_queues, due_walk_left_at, queue
 from edgecron_testing.receiver import Receiver, Reply
 from edgecron_testing.virtual_time import VirtualStack, sqs_on_clock
-from tests.integration.conftest import new_app
+from tests.integration.conftest import app_runs, new_app
 
 T0 = datetime(2026, 12, 3, 10, 0, 0, tzinfo=UTC)
+TERMINAL_RUN = {"success", "failed", "dead_letter", "cancelled"}
 
 
 def at(seconds: float) -> datetime:
@@ -597,3 +598,42 @@ def test_a_create_retried_after_its_answer_was_lost_delivers_every_fire_after_it
     stack.run_until(at(150))
     delivered = t.delivered(retried.body["id"])
     assert [d for d in delivered if d > iso(at(answered))] == every(5, answered + 1, 150)
+
+
+@pytest.mark.parametrize("dies", ["before its runs", "after its runs"])
+def test_a_broadcast_fire_whose_fan_out_died_and_came_back_after_a_pause_leaves_no_run_pending(
+    dies: str, stack: VirtualStack, receiver: Receiver
+) -> None:
+    """The fan-out of a broadcast Fire dies (before it made the Fire's runs, or right after it
+    wrote them); a pause after the fire time; the fan-out message comes back after its visibility
+    timeout. The Fire reads CANCELLED, nothing of it is delivered, and no run of it is left
+    pending."""
+    t = Tenant(receiver, "broadcast-late-page")
+    stack.run_until(at(0.5))
+    created = t.api("POST", "/v1/schedules", {"cron": "0 * * * * *"})  # every Endpoint of the App
+    assert created.status == 201, created.body
+    s = created.body
+    with faults.Faults() as f:
+        if dies == "before its runs":
+            f.on(kind=faults.KILL, function="fanout")
+        else:
+            f.on(kind=faults.KILL_AFTER, function="fanout", table="RunsTable", when=writes)
+        stack.run_until(at(61))
+    assert f.injected, "the fault was not injected"
+    stack.clock.set(at(75))
+    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    stack.run_until(at(20 * 60))  # the fan-out message comes back after its visibility timeout
+    for minutes in range(25, 125, 5):  # the scan ticks of the next two hours
+        stack.clock.set(at(minutes * 60))
+        stack.scan()
+        stack.consume()
+    assert t.delivered(s["id"]) == []
+    fires = t.api("GET", f"/v1/schedules/{s['id']}/fires").body["data"]
+    assert (iso(at(60)), "CANCELLED") in [(f["fire_time"], f["status"]) for f in fires]
+    assert {f["status"] for f in fires} == {"CANCELLED"}  # 10:02 was dispatched ahead before the pause
+    pending = [(r.run_id, r.status) for r in app_runs(t.app_id) if r.status not in TERMINAL_RUN]
+    assert pending == []
+
+
+def writes(call: faults.Call) -> bool:
+    return call.operation in ("PutItem", "BatchWriteItem", "TransactWriteItems", "UpdateItem")

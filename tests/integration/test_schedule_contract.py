@@ -670,3 +670,24 @@ def test_a_fire_inside_a_pause_whose_worker_died_is_not_delivered_after_the_resu
     assert t.api("POST", f"/v1/schedules/{s['id']}/resume").status == 200
     stack.run_until(at(260))  # the message of 10:00:20 comes back after its visibility timeout
     assert t.delivered(s["id"]) == every(10, 1, 10) + every(10, 40, 260)
+
+
+def test_a_broadcast_fire_whose_dispatch_died_before_its_fan_out_began_is_cancelled_by_a_pause(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    """The create dispatched the first fire of a schedule bound to every Endpoint and died before it
+    handed the fire to the fan-out (no page of it exists). A pause cancels that Fire: it reads
+    CANCELLED, not SCHEDULED for ever, and nothing of it is delivered."""
+    t = Tenant(receiver, "broadcast-no-page")
+    stack.run_until(at(0.5))
+    with faults.Faults() as f:
+        f.on("dynamodb", "Query", kind=faults.KILL_AFTER, function="api", table="FanoutPagesTable")
+        with pytest.raises(faults.InvocationKilled):
+            t.api("POST", "/v1/schedules", {"cron": "0 * * * * *"})  # every Endpoint of the App
+    assert f.injected, "the fault was not injected"
+    [s] = t.api("GET", "/v1/schedules").body["data"]
+    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    stack.run_until(at(5 * 60))
+    assert t.delivered(s["id"]) == []
+    fires = t.api("GET", f"/v1/schedules/{s['id']}/fires").body["data"]
+    assert [(f["fire_time"], f["status"]) for f in fires] == [(iso(at(60)), "CANCELLED")]

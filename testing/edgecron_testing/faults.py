@@ -157,6 +157,7 @@ class RandomFaults:
     services: tuple[str, ...] | None
     functions: tuple[str, ...] | None
     limit: int | None
+    rates: dict[str, float] = field(default_factory=dict)  # a function's own rate, in place of `rate`
     fired: int = 0
     seen: dict[str, int] = field(default_factory=dict)
 
@@ -172,7 +173,7 @@ class RandomFaults:
         self.seen[key] = n + 1
         draw = random_module.Random(f"{self.base}|{key}|{n}")
         roll, which = draw.random(), draw.randrange(len(self.kinds))
-        if roll >= self.rate:
+        if roll >= self.rates.get(call.function, self.rate):
             return None
         self.fired += 1
         return self.kinds[which]
@@ -233,9 +234,11 @@ class Faults:
         services: Iterable[str] | None = None,
         functions: Iterable[str] | None = None,
         limit: int | None = None,
+        rates: dict[str, float] | None = None,
     ) -> None:
-        """Fail each matching call with probability `rate`, as one of `kinds` picked by `rng`
-        (at most `limit` faults). `stop()` ends it; rules set with `on` take precedence."""
+        """Fail each matching call with probability `rate` (`rates`: another one for the calls of
+        some functions, e.g. one whose invocations make many calls), as one of `kinds` picked by
+        `rng` (at most `limit` faults). `stop()` ends it; rules set with `on` take precedence."""
         self.chaos = RandomFaults(
             rng.getrandbits(64),
             rate,
@@ -243,6 +246,7 @@ class Faults:
             None if services is None else tuple(services),
             None if functions is None else tuple(functions),
             limit,
+            dict(rates or {}),
         )
 
     def stop(self) -> None:

@@ -321,6 +321,20 @@ KICK_AHEAD_MS = 5_000  # a create (or resume, or timing edit) dispatches the fir
 KICK_FIRES = 3  # and at least this many of its window, before it answers
 
 
+def finish_create(schedule: Schedule, now: datetime) -> Schedule:
+    """A schedule a create stored before its invocation died, found again by the client's retry
+    with the same Idempotency-Key: do what that create left undone before answering. Fire times
+    that passed since follow the missed-fire policy, as a scan tick would take them, and the next
+    fires are dispatched as a create dispatches them, so every fire after the answer is delivered."""
+    if (
+        schedule.is_active
+        and schedule.next_fire_at is not None
+        and schedule.next_fire_at < clock.to_ms(now - due_walk.GRACE)
+    ):
+        schedule = due_walk.process(schedule, now, clock.to_ms(now), due_walk.ScheduleScanReport())
+    return kick(schedule, now)
+
+
 def kick(schedule: Schedule, now: datetime) -> Schedule:
     """Dispatch the next few seconds (at least the next few fires) before answering, and hand the
     rest of the look-ahead window to the fan-out function: a create of an every-second schedule

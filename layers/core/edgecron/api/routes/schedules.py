@@ -51,7 +51,10 @@ def create_schedule(body: ScheduleCreate, idempotency_key: IdempotencyKey = None
 
     def recover(schedule_id: str) -> ScheduleOut | None:
         schedule = history.find(app_id, schedule_id, consistent=True)
-        return None if schedule is None else _out(schedule, clock.now())
+        if schedule is None:
+            return None
+        now = clock.now()
+        return _out(service.finish_create(schedule, now), now)
 
     return run_once(
         app_id, "schedules", idempotency_key, body.model_dump(mode="json"), "sch", 201, create, recover

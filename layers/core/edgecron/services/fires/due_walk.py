@@ -691,6 +691,7 @@ def settle_late_fires(late: list[TaskRun], now: datetime, report: LateReport | N
         try:
             schedule = schedule_data.get_timed(app_id, schedule_id, consistent=True)
             fires_at = {t: fire_data.get(schedule_id, t) for t in sorted(fire_times)}
+            _cancel_orphans(schedule_id, fires_at, late, now_ms)
             runs_at = {
                 t: run_data.get_many(app_id, fire_data.run_ids_of(fire))
                 if fire is not None
@@ -728,6 +729,30 @@ def settle_late_fires(late: list[TaskRun], now: datetime, report: LateReport | N
         except Exception:
             item_failed("late fires", schedule_id)
     return resend
+
+
+ORPHAN_REASON = "its fire settled without it (the fan-out that made it died before recording it)"
+
+
+def _cancel_orphans(
+    schedule_id: str, fires_at: dict[int, Fire | None], late: list[TaskRun], now_ms: int
+) -> None:
+    """Late runs of a settled Fire that the Fire does not list: a broadcast page's fan-out wrote them
+    and died before it recorded them, and the Fire settled without them (a pause cancelled it, a
+    catch-up recorded it MISSED). Nothing else will ever send or end them: they are cancelled, never
+    delivered, and the Fire stays as it settled."""
+    for t, fire in fires_at.items():
+        if fire is None or fire.is_open:
+            continue
+        listed = set(fire_data.run_ids_of(fire))
+        for run in late:
+            if (
+                run.source_id == schedule_id
+                and run.fire_at == t
+                and run.run_id not in listed
+                and _unstarted(run)
+            ):
+                run_data.cancel_unstarted(run, now_ms, ORPHAN_REASON)
 
 
 MISSED_REASON = "missed: the fire's delivery could not start in time (outage or lost message)"

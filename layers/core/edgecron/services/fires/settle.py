@@ -317,8 +317,9 @@ def cancel_open(
 def cancel_fire(fire: Fire, now_ms: int, reason: str) -> int:
     """Cancel a Fire's waiting runs and settle it from its runs. A run its dispatch has not created
     yet is written as cancelled first, so a dispatch still under way cannot create and send it."""
-    cancelled = ended = 0
+    cancelled = ended = pages = 0
     for page in fire_data.run_pages(fire):  # a broadcast Fire's runs, one fan-out page at a time
+        pages += 1
         existing = {r.run_id: r for r in run_data.get_many(fire.app_id, [run_id for _, run_id in page])}
         if fire.settled_by_its_run and not fire.as_run_left_it(existing.get(fire.run_ids[0])).is_open:
             return 0  # its run completed: so did the Fire, which kept its dispatched item
@@ -341,6 +342,11 @@ def cancel_fire(fire: Fire, now_ms: int, reason: str) -> int:
     fire = counted_runs_ended(fire, cancelled + ended)
     # a gated Fire never let start has no runs to settle from (a broadcast one has none at all)
     if fire.waits_for_admission and settle_as(fire, FireStatus.CANCELLED, now_ms, reason, unadmitted=True):
+        return cancelled
+    if fire.paged and not pages and fire.started_at is None:
+        # a broadcast Fire whose fan-out recorded no page (its dispatch died before handing it on):
+        # no run settles it, so it is settled here; a page handed on later finds it settled and stops
+        settle_as(fire, FireStatus.CANCELLED, now_ms, reason)
         return cancelled
     settle_if_done(fire, now_ms)
     return cancelled

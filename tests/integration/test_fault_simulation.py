@@ -23,7 +23,11 @@ here, apart from the code under test (docs/time-rules.md, "What a schedule promi
 - every Event reached exactly its matching Endpoints, one run each;
 - no run was delivered after its cancel returned;
 - every HTTP call a receiver saw is a recorded attempt (or a recorded lost attempt);
-- usage counts one trigger per acknowledged Event and per acknowledged direct run, exactly;
+- usage counts one trigger per acknowledged Event and per acknowledged direct run, exactly, and
+  one per dispatched schedule fire: exactly the Fires of listed Endpoints that have runs, and for
+  the broadcast at least its Fires that settled from their runs and at most those that have runs
+  (what a user sees does not tell a broadcast Fire cancelled before its first page from one
+  cancelled after it);
 - a schedule's Fires (GET /v1/schedules/{id}/fires): one per fire time, each on the schedule's grid
   (written here as whole UTC seconds modulo a period), none manual, each settled; one run per
   (Fire, Endpoint), no run without a Fire, and a Fire that ran has exactly its Endpoints' runs (a
@@ -53,7 +57,7 @@ A few seeds run here; `make soak` runs many (EDGECRON_SOAK_SEEDS=n: seeds 1 to n
 One Endpoint answers 500 to every run but a schedule's: its runs retry (3 attempts, 5 s apart) and
 wait as dead letters, and the client replays some of them.
 
-Not exercised here: usage of schedule fires, failing schedule deliveries (retries of a schedule run,
+Not exercised here: failing schedule deliveries (retries of a schedule run,
 FAILED Fires, the auto-pause after 3 of them), timing edits, deletes, one-time schedules, manual
 triggers, time zones, jitter, overlap policies, flow control, start_at/end_at, a receiver that is
 slow or times out, and two scan ticks that overlap in time (integration/test_usage_exact.py covers
@@ -537,12 +541,34 @@ class Simulation:
             v.append(f"usage counts {usage['event']} events for {len(self.events)} acknowledged")
         if usage["direct"] != len(self.direct):
             v.append(f"usage counts {usage['direct']} direct runs for {len(self.direct)} acknowledged")
+        self.check_fire_usage(usage["schedule"], runs)
         known = {s.id for s in self.schedules}
         strays = {run.source_id for run in runs if run.source == "schedule"} - known
         if strays:
             v.append(f"schedule runs of schedules never created: {sorted(strays)}")
         for schedule in self.schedules:
             self.check_schedule(schedule, runs)
+
+    def check_fire_usage(self, billed: int, runs: list[Any]) -> None:
+        """One trigger per dispatched fire (data-model.md, Usage): a Fire of listed Endpoints is billed
+        by its first run, which every Fire written open gets (delivered, or written cancelled by a
+        pause or a miss), so exactly the Fires with runs; a broadcast Fire by its first recorded
+        page, which every Fire that settled from its runs had, and no Fire without runs."""
+        with_runs = {(run.source_id, int(run.fire_at)) for run in runs if run.source == "schedule"}
+        listed = low = high = 0
+        for s in self.schedules:
+            for fire in self.listed_fires(s.id):
+                has_runs = (s.id, ms_of(fire["fire_time"])) in with_runs
+                if s.endpoint_ids:
+                    listed += has_runs
+                else:
+                    low += fire["status"] in ("COMPLETED", "FAILED")
+                    high += has_runs
+        if not listed + low <= billed <= listed + high:
+            self.outcome.violations.append(
+                f"usage counts {billed} schedule fires; {listed} listed Fires have runs, and between "
+                f"{low} and {high} broadcast Fires recorded a page"
+            )
 
     def check_schedule(self, s: SimSchedule, runs: list[Any]) -> None:
         v = self.outcome.violations

@@ -231,28 +231,12 @@ def _shard(run_id: str) -> str:
     return ids.shard_of(run_id, get_settings().shards)
 
 
-def put_cancelled(
-    *, run_id: str, app_id: str, endpoint_id: str, schedule_id: str, fire_at: int, now_ms: int, reason: str
-) -> bool:
-    """Record a schedule run its dispatch never created as cancelled, unless it exists: a dispatch
-    still under way then cannot create it afterwards (its put is conditional), so it is never sent."""
-    return put_new(
-        new_cancelled(
-            run_id=run_id,
-            app_id=app_id,
-            endpoint_id=endpoint_id,
-            schedule_id=schedule_id,
-            fire_at=fire_at,
-            now_ms=now_ms,
-            reason=reason,
-        )
-    )
-
-
 def new_cancelled(
     *, run_id: str, app_id: str, endpoint_id: str, schedule_id: str, fire_at: int, now_ms: int, reason: str
 ) -> TaskRun:
-    """A schedule run its dispatch never created, as `put_cancelled` records it."""
+    """A schedule run its dispatch never created, to be recorded cancelled (with a conditional put,
+    unless it exists): a dispatch still under way then cannot create it afterwards, so it is never
+    sent (services/fires/billing.py puts it)."""
     run = new_run(
         run_id=run_id,
         app_id=app_id,

@@ -35,7 +35,7 @@ from edgecron.domain.task_runs import TaskRun
 from edgecron.domain.vocabulary import FireStatus, MissedPolicy, RunStatus, Source
 from edgecron.observability import DUE_SCHEDULES, MISSED_FIRES, count, logger
 from edgecron.services import operational_events
-from edgecron.services.fires import dispatch, settle
+from edgecron.services.fires import billing, dispatch, settle
 from edgecron.services.scan_work import Budget, Work, first_shard, item_failed, run_fairly
 
 GRACE = timedelta(seconds=2)  # a fire this late is dispatched late, not recorded as missed
@@ -508,7 +508,7 @@ def _miss_died_dispatch(schedule_id: str, fire_at_ms: int, now_ms: int) -> None:
     if fire is None or fire.paged or not fire.is_open:
         return  # a broadcast Fire's fan-out is resumed from the open-fires index
     for endpoint_id, run_id in fire_data.runs_of(fire):
-        run_data.put_cancelled(
+        cancelled = run_data.new_cancelled(
             run_id=run_id,
             app_id=fire.app_id,
             endpoint_id=endpoint_id,
@@ -517,6 +517,8 @@ def _miss_died_dispatch(schedule_id: str, fire_at_ms: int, now_ms: int) -> None:
             now_ms=now_ms,
             reason=MISSED_REASON,
         )
+        # its Fire was written, so the fire was dispatched: its first run bills it, as a pause's does
+        billing.put_run(cancelled, now_ms, billing=billing.bills(fire, endpoint_id))
     miss(fire, run_data.get_many(fire.app_id, fire_data.run_ids_of(fire)), now_ms)
 
 

@@ -19,6 +19,7 @@ from edgecron.data.queues import DeliveryMessage
 from edgecron.domain.vocabulary import RunStatus
 from edgecron.services import fanout
 from edgecron.services.fires import dispatch
+from edgecron_testing import faults
 from edgecron_testing.harness import call_api, invoke, load_event, sqs_event
 from edgecron_testing.receiver import Receiver
 from tests.integration.conftest import Pump, app_runs, drain_queues, new_app, queue
@@ -413,3 +414,46 @@ def test_a_broadcast_fire_whose_worker_died_right_after_counting_its_last_run_se
     assert fire is not None and fire.status == "COMPLETED"
     assert len(receiver.received("/died")) == 2
     drain_queues()
+
+
+def test_a_broadcast_fire_whose_count_of_a_run_was_lost_is_settled_by_the_scan(
+    receiver: Receiver, pump: Pump
+) -> None:
+    """The worker delivers a run of a broadcast fire and its count of the run's end fails; SQS gives
+    the message again, the run is final and nothing counts it, so the Fire would stay open for ever.
+    Ten minutes past its time the scan settles it from its runs."""
+    app_id, key = new_app("broadcast-count-lost")
+    api_endpoints(key, 2, receiver.url("/count-lost"))
+    fixed = clock.FixedClock(datetime.now(UTC).replace(microsecond=0))
+    clock.set_clock(fixed)
+    fire = fixed.now() + timedelta(seconds=2)
+    resp = call_api(
+        "POST", "/v1/schedules", key=key, body={"cron": f"{fire.second} {fire.minute} {fire.hour} * * *"}
+    )
+    assert resp.status == 201, resp.body
+    schedule_id = resp.body["id"]
+    fan_out_pages(pump, drop=False)
+    fixed.advance(3)
+    faults.let_sqs_time_pass()  # the runs' messages were delayed to the fire time
+    with faults.Faults() as f:
+        f.on(
+            "dynamodb",
+            "UpdateItem",
+            kind=faults.BEFORE,
+            function="worker",
+            table="FiresTable",
+            when=lambda call: "settled_runs" in str(call.params),
+        )
+        pump.deliveries()
+    assert f.count(faults.BEFORE) == 1
+    faults.return_in_flight()
+    pump.deliveries()
+    assert {r.status for r in app_runs(app_id)} == {"success"}
+    [stored] = list(FireModel.query(schedule_id))
+    assert stored.status == "SCHEDULED"  # one run's end was never counted
+    fixed.advance(11 * 60)
+    invoke("scan", load_event("scan.json"))
+    [stored] = list(FireModel.query(schedule_id))
+    assert stored.status == "COMPLETED"
+    history = call_api("GET", f"/v1/schedules/{schedule_id}/fires", key=key).body["data"]
+    assert [f["status"] for f in history] == ["COMPLETED"]

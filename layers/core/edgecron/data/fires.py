@@ -325,12 +325,10 @@ def open_from(schedule_id: str, from_ms: int) -> Iterator[Fire]:
     yield from (entity(row) for row in rows)
 
 
-def interrupted(shard: str, before_ms: int) -> Iterator[Fire]:
-    """Open Fires whose dispatch never completed (a scan crashed between creating and enqueuing)."""
+def open_before(shard: str, before_ms: int) -> Iterator[Fire]:
+    """The open Fires of one shard of `open_fire_keys` whose fire time is before `before_ms`."""
     keys = M.open_fires.query(shard, range_key_condition=M.fire_at < before_ms)
-    for fire in _open_items(iter(keys)):
-        if fire.started_at is None:
-            yield fire
+    yield from _open_items(iter(keys))
 
 
 def entity(row: FireModel) -> Fire:

@@ -49,6 +49,7 @@ class ScheduleScanReport:
     missed_recorded: int = 0
     missed_left_out: int = 0
     fires_redispatched: int = 0
+    fires_settled_late: int = 0  # dispatched Fires a lost write had left open, settled from their runs
     item_failures: int = 0
     stopped_early: bool = False
     held_from: int | None = None  # the earliest wheel slot (met at) or fire time of a schedule that failed
@@ -581,19 +582,28 @@ def redispatch_interrupted(now: datetime, report: ScheduleScanReport) -> None:
         pass
 
 
+UNSETTLED_AFTER_MS = 10 * 60_000  # a dispatched Fire open this long past its time is looked at again
+
+
 def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
     """Broadcast Fires whose fan-out stalled (a crash before a page was handed on) are fanned out
     again from their first page not yet continued, and listed Fires a release that marked them
     dispatched after the send left unmarked are dispatched again; a Fire whose schedule is gone or
-    paused is cancelled instead. One step per Fire. (A listed Fire whose dispatch dies now is
+    paused is cancelled instead. A dispatched Fire still open UNSETTLED_AFTER_MS past its time is
+    settled from its runs if every one of them is final: a count of its runs' ends (a broadcast
+    Fire's) or its settle write that a fault lost would otherwise leave it open for ever (the read
+    stops at its first run still open). One step per Fire. (A listed Fire whose dispatch dies now is
     re-driven from its schedule's `due` entry.)"""
     now_ms = clock.to_ms(now)
     shards = get_settings().shards
     for i in range(shards):
         shard = (first_shard(now_ms, shards) + i) % shards
-        for fire in fire_data.interrupted(str(shard), now_ms - dispatch.INTERRUPTED_AFTER_MS):
+        for fire in fire_data.open_before(str(shard), now_ms - dispatch.INTERRUPTED_AFTER_MS):
             try:
-                redispatch(fire, now_ms, report)
+                if fire.started_at is None:
+                    redispatch(fire, now_ms, report)
+                elif fire.fire_at < now_ms - UNSETTLED_AFTER_MS and settle.settle_if_done(fire, now_ms):
+                    report.fires_settled_late += 1
             except Exception:
                 report.item_failures += 1
                 item_failed("fire", f"{fire.schedule_id}@{fire.fire_at}")

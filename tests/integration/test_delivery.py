@@ -408,6 +408,22 @@ def test_a_worker_killed_mid_delivery_is_recovered(
     assert done.claimed_from is None
 
 
+def _fail_the_claim_release(f: faults.Faults, run_id: str, kind: str) -> None:
+    """Fail (as `kind`) the scan's write that releases the expired claim of `run_id`."""
+    f.on(
+        "dynamodb",
+        "UpdateItem",
+        kind=kind,
+        function="scan",
+        table="RunsTable",
+        when=lambda call: (
+            run_id in str(call.params)
+            and "REMOVE" in str(call.params.get("UpdateExpression"))
+            and "claim_token" in str(call.params.get("ExpressionAttributeNames"))
+        ),
+    )
+
+
 def test_a_scan_killed_right_after_releasing_an_expired_claim_leaves_the_lost_attempt_recorded(
     app_key: str, receiver: Receiver, pump: Pump, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -417,18 +433,7 @@ def test_a_scan_killed_right_after_releasing_an_expired_claim_leaves_the_lost_at
     _deliver_then_die(run_id, monkeypatch)
     fixed.advance(300 - 70)  # the claim expired and the wake time is in the scan's look-ahead window
     with faults.Faults() as f:
-        f.on(
-            "dynamodb",
-            "UpdateItem",
-            kind=faults.KILL_AFTER,
-            function="scan",
-            table="RunsTable",
-            when=lambda call: (
-                run_id in str(call.params)
-                and "REMOVE" in str(call.params.get("UpdateExpression"))
-                and "claim_token" in str(call.params.get("ExpressionAttributeNames"))
-            ),  # the release
-        )
+        _fail_the_claim_release(f, run_id, faults.KILL_AFTER)
         with pytest.raises(faults.InvocationKilled):
             invoke("scan", {"detail": {}})
     assert f.count(faults.KILL_AFTER) == 1
@@ -456,18 +461,7 @@ def test_a_lost_attempt_recorded_by_two_ticks_is_counted_once_in_the_metric(
     emitted(capsys)  # what came before
     fixed.advance(300 - 70)
     with faults.Faults() as f:
-        f.on(
-            "dynamodb",
-            "UpdateItem",
-            kind=faults.BEFORE,
-            function="scan",
-            table="RunsTable",
-            when=lambda call: (
-                run_id in str(call.params)
-                and "REMOVE" in str(call.params.get("UpdateExpression"))
-                and "claim_token" in str(call.params.get("ExpressionAttributeNames"))
-            ),  # the release
-        )
+        _fail_the_claim_release(f, run_id, faults.BEFORE)
         invoke("scan", {"detail": {}})
     assert f.count(faults.BEFORE) == 1
     fixed.advance(60)

@@ -44,3 +44,19 @@ def put_run(run: TaskRun, now_ms: int, *, billing: bool) -> bool:
     if created:
         usage.recorded()
     return created
+
+
+def put_cancelled(fire: Fire, endpoint_id: str, run_id: str, now_ms: int, reason: str) -> bool:
+    """Write a run of `fire` its dispatch never created as cancelled, unless it exists (a dispatch
+    still under way then cannot create and send it). The Fire was written, so the fire was
+    dispatched: its first run bills it, even written cancelled. True if this call wrote it."""
+    run = run_data.new_cancelled(
+        run_id=run_id,
+        app_id=fire.app_id,
+        endpoint_id=endpoint_id,
+        schedule_id=fire.schedule_id,
+        fire_at=fire.fire_at,
+        now_ms=now_ms,
+        reason=reason,
+    )
+    return put_run(run, now_ms, billing=bills(fire, endpoint_id))

@@ -509,17 +509,7 @@ def _miss_died_dispatch(schedule_id: str, fire_at_ms: int, now_ms: int) -> None:
     if fire is None or fire.paged or not fire.is_open:
         return  # a broadcast Fire's fan-out is resumed from the open-fires index
     for endpoint_id, run_id in fire_data.runs_of(fire):
-        cancelled = run_data.new_cancelled(
-            run_id=run_id,
-            app_id=fire.app_id,
-            endpoint_id=endpoint_id,
-            schedule_id=schedule_id,
-            fire_at=fire_at_ms,
-            now_ms=now_ms,
-            reason=MISSED_REASON,
-        )
-        # its Fire was written, so the fire was dispatched: its first run bills it, as a pause's does
-        billing.put_run(cancelled, now_ms, billing=billing.bills(fire, endpoint_id))
+        billing.put_cancelled(fire, endpoint_id, run_id, now_ms, MISSED_REASON)
     miss(fire, run_data.get_many(fire.app_id, fire_data.run_ids_of(fire)), now_ms)
 
 

@@ -326,17 +326,7 @@ def cancel_fire(fire: Fire, now_ms: int, reason: str) -> int:
         for endpoint_id, run_id in page:
             run = existing.get(run_id)
             if run is None:
-                cancelled_run = run_data.new_cancelled(
-                    run_id=run_id,
-                    app_id=fire.app_id,
-                    endpoint_id=endpoint_id,
-                    schedule_id=fire.schedule_id,
-                    fire_at=fire.fire_at,
-                    now_ms=now_ms,
-                    reason=reason,
-                )
-                # a Fire written is dispatched: its first run bills it, even written cancelled
-                ended += billing.put_run(cancelled_run, now_ms, billing=billing.bills(fire, endpoint_id))
+                ended += billing.put_cancelled(fire, endpoint_id, run_id, now_ms, reason)
             elif run.status in st.CANCELLABLE and run_data.cancel(run, now_ms, reason):
                 cancelled += 1
     fire = counted_runs_ended(fire, cancelled + ended)

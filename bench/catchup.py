@@ -90,6 +90,7 @@ def apply_once(env: Env, app_id: str, expression: str, outage: timedelta) -> dic
     # as the scan reads it after the outage: its walk's mark is from before, so the stored time stands
     stored = schedule_data.get(app_id, schedule.schedule_id, consistent=True)
     assert stored is not None
+    walked_to = clock.to_ms(start) - 1  # the mark the walk left before the outage
     schedule = stored
     report = due_walk.ScheduleScanReport()
     clock.set_clock(clock.FixedClock(now))
@@ -97,7 +98,7 @@ def apply_once(env: Env, app_id: str, expression: str, outage: timedelta) -> dic
         with env.window() as usage:
             cpu0, wall0 = time.process_time(), time.perf_counter()
             # as the scan's due walk applies it; horizon = now: no look-ahead dispatch
-            due_walk.process(schedule, now, now_ms, report, walking=True)
+            due_walk.process(schedule, now, now_ms, report, walked_to=walked_to)
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     finally:
         clock.set_clock(clock.SystemClock())

@@ -43,9 +43,8 @@ here, apart from the code under test (docs/time-rules.md, "What a schedule promi
   from that tick to the fire time, no message of that Fire handled by an invocation that met a
   fault); under RUN_ONCE, the fire time after a MISSED one has a Fire, or a pause came between;
 - no fire time at which the schedule was certainly not ACTIVE is delivered, and none has a Fire but
-  a CANCELLED one (dispatched ahead before a pause). A known defect is counted apart (`known`,
-  printed): a fire inside a pause whose worker died at its time is delivered after the resume
-  (test_schedule_contract.py pins it, marked xfail).
+  a CANCELLED one (dispatched ahead before a pause), also when the invocation that decided it at
+  its time met a fault and its message was handled after a resume.
 
 The App has a quota on odd seeds (its direct runs are counted by the transaction that stores them)
 and none on even ones (the scan's check of recent runs counts them).
@@ -206,7 +205,6 @@ class Outcome:
     unanswered: int = 0
     deploys: int = 0
     violations: list[str] = field(default_factory=list)
-    known: list[str] = field(default_factory=list)  # what a known defect (named where it is counted) did
 
     def summary(self) -> tuple[Any, ...]:
         """What must repeat for the same seed: the workload's objects and the verdict. (The faults
@@ -638,13 +636,10 @@ class Simulation:
                 elif status == "CANCELLED" and not s.paused_after(t):
                     v.append(f"{s.name} {when}: CANCELLED with no pause after it")
             elif ACTIVE not in states:
-                found = v
-                if self.after_a_resume(s, t, delivered.get(t, []), runs):
-                    found = self.outcome.known
                 if t in delivered:
-                    found.append(f"{s.name} {when}: delivered while {sorted(states)}")
+                    v.append(f"{s.name} {when}: delivered while {sorted(states)}")
                 if fire is not None and status != "CANCELLED":
-                    found.append(f"{s.name} {when}: a {status} Fire while {sorted(states)}")
+                    v.append(f"{s.name} {when}: a {status} Fire while {sorted(states)}")
         left_out = call_api("GET", f"/v1/schedules/{s.id}", key=self.key).body["missed_left_out"]
         if len(lost) > left_out:  # a catch-up records the newest 100 fire times it owes, counts the rest
             v.append(f"{s.name}: no Fire for {lost} while ACTIVE, {left_out} counted as left out")
@@ -655,26 +650,6 @@ class Simulation:
                 v.append(
                     f"{s.name} {fire['fire_time']}: MISSED though a scan tick with no fault came before it"
                 )
-
-    def after_a_resume(self, s: SimSchedule, fire_ms: int, heard: list[int], runs: list[Any]) -> bool:
-        """The known defect pinned by test_schedule_contract.py::
-        test_a_fire_inside_a_pause_whose_worker_died_is_not_delivered_after_the_resume: a fire whose
-        time fell inside a pause, whose message an invocation that met a fault had (so it came back
-        after its visibility timeout), handled only after a resume began, as if its time had come
-        while the schedule was ACTIVE: delivered, or recorded MISSED. Counted apart (`known`), not
-        as a violation, until that test passes."""
-        resumed = [a.start_ms for a in s.actions if a.kind == "resume" and a.start_ms > fire_ms]
-        if not resumed or (heard and min(heard) < min(resumed)):
-            return False
-        own = {
-            run.run_id
-            for run in runs
-            if run.source == "schedule" and run.source_id == s.id and int(run.fire_at) == fire_ms
-        }
-        return any(
-            body.get("run_id") in own or (body.get("schedule_id") == s.id and body.get("fire_at") == fire_ms)
-            for body in self.faulted_messages
-        )
 
     def dispatched_in_time(self, s: SimSchedule, fire_ms: int, runs: list[Any]) -> bool:
         """Whether a scan tick that met no fault dispatched fire_ms ahead, the schedule certainly
@@ -809,7 +784,7 @@ def test_nothing_acknowledged_is_lost_doubled_or_invented_under_faults(seed: int
         f"{outcome.events} events, fires {dict(outcome.fires)}, {outcome.deliveries} deliveries, "
         f"{outcome.client_retries} client retries, {outcome.replays} dead-letter replays, "
         f"{outcome.schedule_actions} pauses and resumes ({outcome.unanswered} unanswered), "
-        f"{outcome.deploys} deploy, {len(outcome.known)} of a known defect: {outcome.known}"
+        f"{outcome.deploys} deploy"
     )
     assert sum(outcome.faults.values()) > 0, "no fault was injected: the simulation proves nothing"
     assert sum(outcome.fires.values()) > 0, "no schedule fired: the simulation proves nothing of them"

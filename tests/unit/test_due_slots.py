@@ -93,8 +93,19 @@ def test_a_fire_within_the_look_ahead_of_its_write_keeps_its_exact_time() -> Non
 def test_the_walks_own_advance_puts_an_every_tick_schedule_on_its_key_at_once() -> None:
     """The walk goes on from where it dispatched, so the next fire a second later needs no exact key."""
     written = _ms(2026, 12, 4, 12, 0, 0)
-    assert slot_of(Wheel.TICK, written + 1_000, written, LOOKAHEAD, walking=True) == TICK_SLOT
-    assert slot_of(Wheel.DAY, written + 1_000, written, LOOKAHEAD, walking=True) == written + 1_000
+    assert slot_of(Wheel.TICK, written + 1_000, written, LOOKAHEAD, walked_to=written) == TICK_SLOT
+    assert slot_of(Wheel.DAY, written + 1_000, written, LOOKAHEAD, walked_to=written) == written + 1_000
+
+
+def test_the_walks_own_write_of_a_fire_not_after_its_mark_keeps_the_exact_key() -> None:
+    """A catch-up behind the walk's mark (a schedule whose look-ahead dispatch died): read at the
+    every-tick key, the fire would count as passed by the mark, so a tick that dies before moving
+    it on would leave that fire time with no Fire. The exact key keeps it owed."""
+    written = _ms(2026, 12, 4, 12, 1, 0)
+    mark = written + 10_000
+    assert slot_of(Wheel.TICK, mark, written, LOOKAHEAD, walked_to=mark) == mark
+    assert slot_of(Wheel.TICK, written, written, LOOKAHEAD, walked_to=mark) == written
+    assert slot_of(Wheel.TICK, mark + 1, written, LOOKAHEAD, walked_to=mark) == TICK_SLOT
 
 
 def test_an_every_tick_schedule_more_than_a_day_from_its_next_fire_keeps_the_exact_time() -> None:
@@ -103,7 +114,10 @@ def test_an_every_tick_schedule_more_than_a_day_from_its_next_fire_keeps_the_exa
     written = _ms(2026, 12, 4, 12, 0, 0)
     assert slot_of(Wheel.TICK, written + DAY_MS, written, LOOKAHEAD) == TICK_SLOT
     assert slot_of(Wheel.TICK, written + DAY_MS + 1, written, LOOKAHEAD) == written + DAY_MS + 1
-    assert slot_of(Wheel.TICK, written + DAY_MS + 1, written, LOOKAHEAD, walking=True) == written + DAY_MS + 1
+    assert (
+        slot_of(Wheel.TICK, written + DAY_MS + 1, written, LOOKAHEAD, walked_to=written)
+        == written + DAY_MS + 1
+    )
     assert wheel_of(parse_cron("*/5 * * * MON")) == Wheel.TICK
 
 

@@ -116,3 +116,26 @@ def test_an_edit_withholds_only_fires_dispatched_before_it_due_after_it_that_the
     assert not schedule(cron="30 * * * *").withholds(TOP, dispatched_at_ms=0)  # never edited
     back = schedule(timing_since=TOP - 10_000)  # an edit back to "0 * * * *" before the fire
     assert not back.withholds(TOP, dispatched_at_ms=TOP - 60_000)
+
+
+def test_a_fire_due_inside_a_remembered_pause_came_while_paused_and_one_outside_did_not() -> None:
+    paused = schedule().paused_now(TOP)
+    assert paused.paused_since == TOP
+    assert paused.paused_now(TOP + 5).paused_since == TOP  # pausing again keeps when it began
+    resumed = dataclasses.replace(paused, status=ScheduleStatus.PAUSED).resumed_now(TOP + 60_000)
+    assert resumed.paused_since is None and resumed.pauses == ((TOP, TOP + 60_000),)
+    active = dataclasses.replace(resumed, status=ScheduleStatus.ACTIVE)
+    assert active.paused_at(TOP) and active.paused_at(TOP + 59_999)
+    assert not active.paused_at(TOP - 1) and not active.paused_at(TOP + 60_000)
+    assert schedule(status=ScheduleStatus.PAUSED).paused_at(TOP - HOUR)  # paused now: every time
+
+
+def test_a_schedule_remembers_its_latest_pauses_only() -> None:
+    from edgecron.domain.schedules import PAUSES_KEPT
+
+    s = schedule()
+    for n in range(PAUSES_KEPT + 2):
+        s = s.paused_now(TOP + n * 1_000).resumed_now(TOP + n * 1_000 + 500)
+    assert len(s.pauses) == PAUSES_KEPT
+    assert s.pauses[0] == (TOP + 2_000, TOP + 2_500) and not s.paused_at(TOP)
+    assert schedule().resumed_now(TOP) == schedule()  # not paused (or paused by an earlier release)

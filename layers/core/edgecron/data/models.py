@@ -201,6 +201,9 @@ class ScheduleModel(Model):
     missed_left_out = NumberAttribute(default=0)
     last_fire_at = NumberAttribute(null=True)
     timing_since = NumberAttribute(null=True)  # when its current timing took effect (a timing edit)
+    paused_since = NumberAttribute(null=True)  # when its current pause began
+    # its latest ended pauses, flat: began, resumed, began, resumed, ... (oldest first)
+    pauses = ListAttribute[float](of=NumberAttribute, null=True)  # type: ignore[arg-type]
     version = NumberAttribute(default=1)
     created_at = NumberAttribute()
     updated_at = NumberAttribute()

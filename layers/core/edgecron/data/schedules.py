@@ -33,12 +33,12 @@ def shard_for(schedule_id: str) -> str:
 CLOCK_MARGIN_MS = 10_000  # how far apart the clocks of two Lambda invocations may be
 
 
-def _slot(schedule: Schedule, next_fire_ms: int, written_ms: int, *, walking: bool = False) -> int:
+def _slot(schedule: Schedule, next_fire_ms: int, written_ms: int, *, walked_to: int | None = None) -> int:
     """The due slot of `schedule` with its next fire at `next_fire_ms`, written at `written_ms`
-    (`walking`: by the scan's due walk, which goes on from there)."""
+    (`walked_to`: by the scan's due walk, which started from that mark and goes on from there)."""
     settled_ms = get_settings().lookahead_sec * 1000 + CLOCK_MARGIN_MS
     wheel = due_slots.wheel_of(schedule.spec())
-    return due_slots.slot_of(wheel, next_fire_ms, written_ms, settled_ms, walking=walking)
+    return due_slots.slot_of(wheel, next_fire_ms, written_ms, settled_ms, walked_to=walked_to)
 
 
 def _slot_is(slot: int | None) -> Any:
@@ -49,6 +49,12 @@ def _slot_is(slot: int | None) -> Any:
 
 def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _pairs(flat: list[float] | None) -> tuple[tuple[int, int], ...]:
+    """The pauses stored flat (began, resumed, ...) as pairs."""
+    values = [int(v) for v in flat or ()]
+    return tuple(zip(values[0::2], values[1::2], strict=False))
 
 
 def to_entity(row: ScheduleModel, walked_to: int | None = None) -> Schedule:
@@ -92,6 +98,8 @@ def _stored(row: ScheduleModel) -> Schedule:
         missed_left_out=int(row.missed_left_out or 0),
         last_fire_at=_opt_int(row.last_fire_at),
         timing_since=_opt_int(row.timing_since),
+        paused_since=_opt_int(row.paused_since),
+        pauses=_pairs(row.pauses),
         version=int(row.version or 0),
         as_stored=_Stored(_opt_int(row.due_slot), _opt_int(row.next_fire_at)),
     )
@@ -156,6 +164,8 @@ def _row(schedule: Schedule) -> ScheduleModel:
         missed_left_out=schedule.missed_left_out,
         last_fire_at=schedule.last_fire_at,
         timing_since=schedule.timing_since,
+        paused_since=schedule.paused_since,
+        pauses=[t for pause in schedule.pauses for t in pause] or None,
         version=schedule.version,
         created_at=schedule.created_at,
         updated_at=schedule.updated_at,
@@ -419,13 +429,14 @@ def advance(
     now_ms: int,
     *,
     extra: list[Any] | None = None,
-    walked: bool = False,
+    walked_to: int | None = None,
     write_unmoved: bool = False,
 ) -> Schedule | None:
     """CAS `next_fire_at` from the fire just dispatched to the next one; a concurrent scan, catch-up
     or user edit that moved it first wins and this call changes nothing.
 
-    `walked`: the scan's due walk dispatched the fire and will record that it passed it. A schedule
+    `walked_to`: the scan's due walk, whose tick started from this mark, dispatched the fire and will
+    record that it passed it. A schedule
     whose entry stays on its wheel slot or the every-tick key is then not written at all: its stored
     next fire time lags, and a read takes the next fire from how far the walk got (to_entity). The
     returned copy shows the move. `write_unmoved` writes it anyway (the walk does not advance
@@ -439,9 +450,9 @@ def advance(
     if next_ms is None:
         actions += [M.next_fire_at.remove(), *_out_of_index(), *_end_if_windowed(schedule)]
     else:
-        moves = _slot_moves(schedule, next_ms, now_ms, walking=walked)
+        moves = _slot_moves(schedule, next_ms, now_ms, walked_to=walked_to)
         if (
-            walked
+            walked_to is not None
             and not write_unmoved
             and not moves
             and not extra
@@ -482,10 +493,10 @@ def _out_of_index() -> list[Any]:
     return [M.due_shard.remove(), M.due_slot.remove()]
 
 
-def _slot_moves(schedule: Schedule, next_ms: int, now_ms: int, *, walking: bool = False) -> list[Any]:
+def _slot_moves(schedule: Schedule, next_ms: int, now_ms: int, *, walked_to: int | None = None) -> list[Any]:
     """The write of the slot that goes with a next fire at `next_ms`; none when the stored one (as
     read, which the write's condition checks) is that slot already: the index entry stays still."""
-    slot = _slot(schedule, next_ms, now_ms, walking=walking)
+    slot = _slot(schedule, next_ms, now_ms, walked_to=walked_to)
     return [] if slot == _as_stored(schedule).due_slot else [M.due_slot.set(slot)]
 
 
@@ -534,6 +545,7 @@ def record_outcome(
         schedule,
         [
             M.status.set(ScheduleStatus.PAUSED),
+            M.paused_since.set(now_ms),
             *_out_of_index(),
             M.version.add(1),
             M.updated_at.set(now_ms),
@@ -596,16 +608,17 @@ def catch_up_move(
     now_ms: int,
     *,
     finish: bool = False,
-    walking: bool = False,
+    walked_to: int | None = None,
 ) -> Schedule | None:
     """CAS after a catch-up: move `next_fire_at` past the missed fire times and count the MISSED
     rows left out by the cap. Fails when a scan, another catch-up or a user edit moved it first.
-    `walking`: by the scan's due walk, which dispatches from there on (the slot, as for advance)."""
+    `walked_to`: by the scan's due walk from that mark, which dispatches from there on (the slot, as
+    for advance)."""
     actions: list[Any] = [M.updated_at.set(now_ms), M.version.add(1), M.missed_left_out.add(left_out)]
     if next_ms is None:
         actions += [M.next_fire_at.remove(), *_out_of_index(), *_end_if_windowed(schedule)]
     else:
-        actions += [M.next_fire_at.set(next_ms), *_slot_moves(schedule, next_ms, now_ms, walking=walking)]
+        actions += [M.next_fire_at.set(next_ms), *_slot_moves(schedule, next_ms, now_ms, walked_to=walked_to)]
     if finish:
         actions.append(M.finished.set(True))
     return _update(

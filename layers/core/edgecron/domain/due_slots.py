@@ -64,7 +64,7 @@ def wheel_of(spec: CronSpec | None) -> Wheel:
 
 
 def slot_of(
-    wheel: Wheel, next_fire_ms: int, written_ms: int, settled_ms: int, *, walking: bool = False
+    wheel: Wheel, next_fire_ms: int, written_ms: int, settled_ms: int, *, walked_to: int | None = None
 ) -> int:
     """The key of a schedule whose next fire is `next_fire_ms`, written at `written_ms`.
 
@@ -73,12 +73,16 @@ def slot_of(
     look-ahead, and a margin for clocks) after the write. A next fire that close keeps the exact key
     for that one fire: every tick reads exact keys up to its horizon. The scan's advance puts it on
     the wheel. The every-tick key is read by every tick, but the walk takes a schedule there as
-    done with every fire up to where the last tick got, so a write outside the walk (`walking`: the
-    scan's own advance, which the walk goes on from) keeps the exact key for a fire that close too.
-    An every-tick schedule whose next fire is more than a day away (a far start_at, a week's gap)
-    keeps the exact key until then, rather than being read at every tick meanwhile."""
+    done with every fire up to where the last tick got (its mark), so a next fire at or before the
+    mark keeps the exact key: from a write outside the walk, any fire within `settled_ms`; from the
+    walk's own write (`walked_to`: the mark its tick started from, which it moves only once its
+    fires are sent), a fire not after that mark, as a catch-up behind it leaves, so a tick that dies
+    there leaves the fire read as owed, not as passed. An every-tick schedule whose next fire is more
+    than a day away (a far start_at, a week's gap) keeps the exact key until then, rather than being
+    read at every tick meanwhile."""
     if wheel == Wheel.TICK:
-        if next_fire_ms > written_ms + DAY_MS or (next_fire_ms <= written_ms + settled_ms and not walking):
+        behind = next_fire_ms <= (written_ms + settled_ms if walked_to is None else walked_to)
+        if next_fire_ms > written_ms + DAY_MS or behind:
             return next_fire_ms
         return TICK_SLOT
     if wheel == Wheel.EXACT or next_fire_ms <= written_ms + settled_ms:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from edgecron.domain.cron import CronSpec
 
 PAUSE_REASON_MAX = 500  # characters of a pause reason (a user's, or the failure that auto-paused it)
+PAUSES_KEPT = 16  # the latest pauses a schedule remembers (Schedule.paused_at)
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,11 @@ class Schedule:
     # when its current timing took effect (a timing edit; None: unedited since it was created), so a
     # run dispatched ahead under an earlier timing is withheld at its time if this one has no such fire
     timing_since: int | None = None
+    # when its current pause began (None while it is not paused), and its latest ended pauses as
+    # [began, resumed) pairs, oldest first: a fire whose time came inside one is never delivered,
+    # however late its message is handled (paused_at)
+    paused_since: int | None = None
+    pauses: tuple[tuple[int, int], ...] = ()
     version: int = 1  # moved by every write: the compare-and-set of user edits
     # How the data layer stored this copy (its due index entry, and its next_fire_at as stored, which
     # lags the next fire on a day or hour wheel: see walked_past), which its compare-and-set writes
@@ -92,6 +98,26 @@ class Schedule:
         return (
             since is not None and dispatched_at_ms <= since < fire_at_ms and not self.has_fire_at(fire_at_ms)
         )
+
+    def paused_at(self, due_ms: int) -> bool:
+        """Whether a fire due at `due_ms` came while the schedule was paused: it is paused now, or
+        the time lies inside one of its remembered pauses. A fire dispatched ahead before a pause
+        is decided at its time; the one whose worker died then comes back after the resume, and
+        must be decided as it would have been at its time."""
+        if self.status == ScheduleStatus.PAUSED:
+            return True
+        return any(began <= due_ms < resumed for began, resumed in self.pauses)
+
+    def paused_now(self, now_ms: int) -> Schedule:
+        """This schedule as a pause at `now_ms` leaves it (its status is the caller's write)."""
+        return self if self.paused_since is not None else replace(self, paused_since=now_ms)
+
+    def resumed_now(self, now_ms: int) -> Schedule:
+        """This schedule as a resume at `now_ms` leaves it: the pause that ends is remembered."""
+        if self.paused_since is None:
+            return self
+        ended = (*self.pauses, (self.paused_since, now_ms))[-PAUSES_KEPT:]
+        return replace(self, paused_since=None, pauses=ended)
 
     def spec(self) -> CronSpec | None:
         """Its cron expression in its time zone; None for a one-time schedule."""

@@ -46,7 +46,7 @@ from edgecron.domain.expiry import is_alive
 from edgecron.domain.fanout_pages import FanoutPage
 from edgecron.domain.fires import Fire
 from edgecron.domain.schedules import Schedule
-from edgecron.domain.vocabulary import FireStatus, ScheduleStatus
+from edgecron.domain.vocabulary import FireStatus
 from edgecron.observability import logger
 from edgecron.schemas.messages import EventPage, FanoutBody, FireGate, FirePage, ScheduleWindow
 from edgecron.services import usage
@@ -267,7 +267,7 @@ def _fire_page(message: FirePage, page_size: int) -> FanoutReport:
 def _withheld(schedule: Schedule | None, fire: Fire) -> str | None:
     """Why a broadcast Fire's runs must not be created now, or None: as the worker decides for a run
     (settle.withheld), with the Fire's dispatch time. An ENDED schedule's last fires go on."""
-    if schedule is None or schedule.status == ScheduleStatus.PAUSED:
+    if schedule is None or schedule.paused_at(fire.due_ms):
         return STOPPED
     if not fire.manual and schedule.withholds(fire.fire_at, fire.created_at):
         return settle.EDITED

@@ -237,7 +237,7 @@ def _stop(
         if not paused or (pause_reason is not None and pause_reason != schedule.pause_reason):
             version = schedule.version
             schedule = replace(
-                schedule,
+                schedule.paused_now(now_ms),
                 pause_reason=pause_reason
                 if not paused or pause_reason is not None
                 else schedule.pause_reason,
@@ -268,7 +268,7 @@ def resume(app_id: str, schedule_id: str, now: datetime) -> Schedule:
             return schedule
         version = schedule.version
         schedule = replace(
-            schedule,
+            schedule.resumed_now(clock.to_ms(now)),
             status=ScheduleStatus.ACTIVE,
             pause_reason=None,
             consecutive_failures=0,

@@ -19,7 +19,7 @@ from edgecron.data import schedules as schedule_data
 from edgecron.domain.fires import Fire
 from edgecron.domain.overlap import Admission, Turn, admit
 from edgecron.domain.schedules import Schedule
-from edgecron.domain.vocabulary import FireStatus, OverlapPolicy, ScheduleStatus
+from edgecron.domain.vocabulary import FireStatus, OverlapPolicy
 from edgecron.observability import logger
 from edgecron.services.fires import dispatch, settle, turns
 
@@ -66,7 +66,7 @@ def _admit_once(schedule_id: str, fire_at_ms: int, app_id: str, now_ms: int) -> 
     if schedule is not None and fire.admitted_at is None and fire.due_ms > now_ms + EARLY_MS:
         turns.send_gate(fire, now_ms)  # decided at its due time: a resume or an edit may come first
         return "early"
-    if schedule is None or schedule.status == ScheduleStatus.PAUSED:
+    if schedule is None or schedule.paused_at(fire.due_ms):
         settle.cancel_fire(fire, now_ms, dispatch.STOPPED)
         return "stopped"
     if fire.admitted_at is None and not fire.manual and schedule.withholds(fire_at_ms, fire.created_at):

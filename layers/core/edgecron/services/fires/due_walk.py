@@ -95,13 +95,18 @@ class FireOutbox:
     SIZE = 10  # the messages of one SendMessageBatch
 
     def __init__(
-        self, now: datetime, report: ScheduleScanReport, *, walked: bool = False, write_all: bool = False
+        self,
+        now: datetime,
+        report: ScheduleScanReport,
+        *,
+        walked_to: int | None = None,
+        write_all: bool = False,
     ) -> None:
         self._now_ms = clock.to_ms(now)
         self._report = report
-        # the due walk records how far it got: an advance that leaves a wheel slot in place is not
-        # written (schedule_data.advance)
-        self._walked = walked
+        # the mark the due walk started from, when it records how far it got: an advance that leaves
+        # a wheel slot in place is not written (schedule_data.advance)
+        self.walked_to = walked_to
         self._write_all = write_all  # every advance written (Settings.due_walk_advances off)
         self._messages: list[DeliveryMessage] = []
         # schedule id → (its copy, the fire time, the next fire time its advance moves it to)
@@ -138,11 +143,15 @@ class FireOutbox:
         pending, self._pending = self._pending, {}
         if messages:
             dispatch.send_fire_runs(messages)
-        walked = self._walked
         for schedule_id, (schedule, fire_at, next_ms) in pending.items():
             try:
                 advanced = schedule_data.advance(
-                    schedule, fire_at, next_ms, self._now_ms, walked=walked, write_unmoved=self._write_all
+                    schedule,
+                    fire_at,
+                    next_ms,
+                    self._now_ms,
+                    walked_to=self.walked_to,
+                    write_unmoved=self._write_all,
                 )
             except Exception:  # one broken schedule must not stop the others
                 self._report.item_failures += 1
@@ -185,9 +194,7 @@ def schedule_work(now: datetime, report: ScheduleScanReport, horizon_ms: int | N
     copies: dict[str, Schedule] = {}  # each schedule taken, as its last step left it
     ticking: set[str] = set()  # the every-tick schedules taken
     seq = 0
-    outbox = FireOutbox(
-        now, report, walked=walked_to is not None, write_all=not get_settings().due_walk_advances
-    )
+    outbox = FireOutbox(now, report, walked_to=walked_to, write_all=not get_settings().due_walk_advances)
     stopped = completed = False
     upcoming: schedule_data.Due | None = None
     try:
@@ -338,12 +345,17 @@ SLICE_MS = 1_000  # fire times dispatched per step of one schedule (one for an e
 
 
 def process(
-    schedule: Schedule, now: datetime, horizon_ms: int, report: ScheduleScanReport, *, walking: bool = False
+    schedule: Schedule,
+    now: datetime,
+    horizon_ms: int,
+    report: ScheduleScanReport,
+    *,
+    walked_to: int | None = None,
 ) -> Schedule:
     """Catch up if the schedule lags, then dispatch its fires due up to the horizon; returns the
-    schedule as the last step left it. `walking`: as the scan's due walk does it (its outbox, and
-    advances it leaves to the walk's mark)."""
-    outbox = FireOutbox(now, report, walked=True) if walking else None
+    schedule as the last step left it. `walked_to`: as the scan's due walk does it from that mark
+    (its outbox, and advances it leaves to the walk's mark)."""
+    outbox = FireOutbox(now, report, walked_to=walked_to) if walked_to is not None else None
     current = schedule
     for current in process_steps(schedule, now, horizon_ms, report, outbox):  # noqa: B007 (the last one is kept)
         if outbox is not None:
@@ -374,7 +386,9 @@ def process_steps(
             policy_of(schedule.missed_policy),
         )
         if plan is not None:
-            moved = apply_catch_up(schedule, plan, now, walking=outbox is not None)
+            moved = apply_catch_up(
+                schedule, plan, now, walked_to=outbox.walked_to if outbox is not None else None
+            )
             if moved is None:
                 return  # someone else moved the schedule first; they own this pass
             schedule = moved
@@ -444,12 +458,12 @@ def _catch_up_until(schedule: Schedule, cutoff: datetime) -> datetime:
 
 
 def apply_catch_up(
-    schedule: Schedule, plan: CatchUpPlan, now: datetime, *, walking: bool = False
+    schedule: Schedule, plan: CatchUpPlan, now: datetime, *, walked_to: int | None = None
 ) -> Schedule | None:
     """Record the MISSED Fires (existing rows are never overwritten), then move the schedule with a
     CAS: to the one fire to run (RUN_ONCE, dispatched right after by the normal path) or past now.
-    Returns the schedule as moved, or None when another writer moved it first. `walking`: in the
-    scan's due walk, which dispatches that fire next."""
+    Returns the schedule as moved, or None when another writer moved it first. `walked_to`: in the
+    scan's due walk from that mark, which dispatches that fire next."""
     now_ms = clock.to_ms(now)
     assert schedule.next_fire_at is not None  # a schedule lags only behind a fire time it has
     expected = schedule.next_fire_at
@@ -474,7 +488,7 @@ def apply_catch_up(
         plan.left_out,
         now_ms,
         finish=plan.finishes(one_time=schedule.cron is None),
-        walking=walking,
+        walked_to=walked_to,
     )
     if moved is not None:
         count(MISSED_FIRES, plan.missed_total)
@@ -600,10 +614,15 @@ def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
             yield
 
 
+STOPPED_REASON = "schedule deleted or paused"
+
+
 def redispatch(fire: Fire, now_ms: int, report: ScheduleScanReport) -> None:
+    """Dispatch again a Fire whose dispatch was interrupted; cancel it if its schedule is gone, is
+    not ACTIVE, or was paused when the Fire came due."""
     schedule = schedule_data.get_timed(fire.app_id, fire.schedule_id, consistent=True)
-    if schedule is None or not schedule.is_active:
-        settle.cancel_fire(fire, now_ms, "schedule deleted or paused")
+    if schedule is None or not schedule.is_active or schedule.paused_at(fire.due_ms):
+        settle.cancel_fire(fire, now_ms, STOPPED_REASON)
         return
     dispatch.dispatch_fire(schedule, fire.fire_at, now_ms)
     if not fire.paged and fire.started_at is None and fire.overlap is None:
@@ -700,21 +719,29 @@ def settle_late_fires(late: list[TaskRun], now: datetime, report: LateReport | N
                 else [r for r in late if r.source_id == schedule_id and r.fire_at == t]
                 for t, fire in fires_at.items()
             }
+            stopped = {
+                t
+                for t, fire in fires_at.items()
+                if schedule is None
+                or not schedule.is_active
+                or schedule.paused_at(fire.due_ms if fire is not None else t)
+            }
+            for t in sorted(stopped):
+                fire, ended = fires_at[t], 0
+                for run in runs_at[t]:
+                    if run.run_id in lost_ids and _unstarted(run):
+                        ended += run_data.cancel_unstarted(run, now_ms, STOPPED_REASON) is not None
+                if fire is not None:
+                    settle.counted_runs_ended(fire, ended)
+                    settle.settle_if_done(fire, now_ms)
             if schedule is None or not schedule.is_active:
-                for t, fire in fires_at.items():
-                    ended = 0
-                    for run in runs_at[t]:
-                        if run.run_id in lost_ids and _unstarted(run):
-                            ended += (
-                                run_data.cancel_unstarted(run, now_ms, "schedule deleted or paused")
-                                is not None
-                            )
-                    if fire is not None:
-                        settle.counted_runs_ended(fire, ended)
-                        settle.settle_if_done(fire, now_ms)
                 continue
             started, unstarted = split_started(
-                {t: [(r.status, int(r.total_attempts)) for r in runs] for t, runs in runs_at.items()}
+                {
+                    t: [(r.status, int(r.total_attempts)) for r in runs]
+                    for t, runs in runs_at.items()
+                    if t not in stopped
+                }
             )
             plan = plan_late_fires(
                 schedule.spec(),

@@ -69,6 +69,18 @@ class Tenant:
         assert resp.status == 200, resp.body
         return dict(resp.body)
 
+    def fires(self, schedule_id: str) -> list[dict[str, Any]]:
+        """Every Fire of the schedule, as GET /v1/schedules/{id}/fires pages them."""
+        fires: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            query = {"limit": "50", **({"cursor": cursor} if cursor else {})}
+            page = self.api("GET", f"/v1/schedules/{schedule_id}/fires", query=query).body
+            fires += page["data"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return fires
+
     def delivered(self, schedule_id: str) -> list[str]:
         """The nominal fire times the receiver was called for, as the delivery headers name them."""
         return sorted(
@@ -639,11 +651,29 @@ def writes(call: faults.Call) -> bool:
     return call.operation in ("PutItem", "BatchWriteItem", "TransactWriteItems", "UpdateItem")
 
 
-PAUSED_FIRE_KINDS = {
-    # what decides at the fire's time, and the function whose invocation dies then
-    "listed": ({"cron": "*/10 * * * * *"}, "worker"),
-    "broadcast": ({"cron": "*/10 * * * * *", "endpoint_ids": []}, "worker"),
-    "gated": ({"cron": "*/10 * * * * *", "overlap_policy": "SKIP"}, "fanout"),
+PAUSED_FIRE_KINDS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    # the schedule, and the invocation that decides its fire at its time and dies there
+    "listed": ({"cron": "*/10 * * * * *"}, {"kind": faults.KILL, "function": "worker"}),
+    "broadcast": (
+        {"cron": "*/10 * * * * *", "endpoint_ids": []},
+        {"kind": faults.KILL, "function": "worker"},
+    ),
+    "gated": (
+        {"cron": "*/10 * * * * *", "overlap_policy": "SKIP"},
+        {"kind": faults.KILL, "function": "fanout"},
+    ),
+    # the worker dies right after it claimed the run: the scan makes it due again once the claim
+    # expires, minutes later, after the resume
+    "claimed": (
+        {"cron": "*/10 * * * * *"},
+        {
+            "service": "dynamodb",
+            "operation": "UpdateItem",
+            "kind": faults.KILL_AFTER,
+            "function": "worker",
+            "table": "RunsTable",
+        },
+    ),
 }
 
 
@@ -653,8 +683,9 @@ def test_a_fire_inside_a_pause_whose_decision_died_is_not_delivered_after_the_re
 ) -> None:
     """A fire dispatched ahead before a pause, whose time comes while the schedule is paused: the
     invocation that decides it at that time (its run's worker, or a gated fire's admission) dies
-    before it read the schedule, so its message comes back after its visibility timeout, after the
-    resume. The fire time lies inside the pause: it is not delivered, and its Fire reads CANCELLED."""
+    before it read the schedule, so its message comes back after its visibility timeout (or its
+    run is due again once its claim expired), after the resume. The fire time lies inside the
+    pause: it is not delivered, and its Fire reads CANCELLED."""
     body, dies = PAUSED_FIRE_KINDS[kind]
     t = Tenant(receiver, f"pause-{kind}-died")
     stack.run_until(at(0.5))
@@ -663,16 +694,15 @@ def test_a_fire_inside_a_pause_whose_decision_died_is_not_delivered_after_the_re
     stack.clock.set(at(12.5))
     assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
     with faults.Faults() as f:
-        f.on(kind=faults.KILL, function=dies)  # the invocation that takes the fire at 10:00:20
+        f.on(**dies)  # the invocation that takes the fire at 10:00:20
         stack.run_until(at(21))
     assert f.injected, "the fault was not injected"
     stack.run_until(at(30))
     stack.clock.set(at(30.5))
     assert t.api("POST", f"/v1/schedules/{s['id']}/resume").status == 200
-    stack.run_until(at(260))  # the message of 10:00:20 comes back after its visibility timeout
-    assert t.delivered(s["id"]) == every(10, 1, 10) + every(10, 40, 260)
-    page = t.api("GET", f"/v1/schedules/{s['id']}/fires", query={"limit": "50"}).body["data"]
-    assert {f["fire_time"]: f["status"] for f in page}[iso(at(20))] == "CANCELLED"
+    stack.run_until(at(600))  # the message of 10:00:20 comes back, or its claim expires
+    assert t.delivered(s["id"]) == every(10, 1, 10) + every(10, 40, 600)
+    assert {f["fire_time"]: f["status"] for f in t.fires(s["id"])}[iso(at(20))] == "CANCELLED"
 
 
 def test_a_broadcast_fire_whose_dispatch_died_before_its_fan_out_began_is_cancelled_by_a_pause(
@@ -717,13 +747,5 @@ def test_a_scan_tick_that_dies_while_catching_up_loses_no_fire_time(
     stack.run_until(at(7 * 60))
     assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
     stack.run_until(at(9 * 60))
-    fires, cursor = [], None
-    while True:
-        query = {"limit": "50", **({"cursor": cursor} if cursor else {})}
-        page = t.api("GET", f"/v1/schedules/{s['id']}/fires", query=query).body
-        fires += page["data"]
-        cursor = page.get("next_cursor")
-        if not cursor:
-            break
-    missing = sorted(set(every(5, 5, 7 * 60 - 5)) - {f["fire_time"] for f in fires})
+    missing = sorted(set(every(5, 5, 7 * 60 - 5)) - {f["fire_time"] for f in t.fires(s["id"])})
     assert (missing, t.get(s["id"])["missed_left_out"]) == ([], 0)

@@ -54,7 +54,7 @@ class Schedule:
     # run dispatched ahead under an earlier timing is withheld at its time if this one has no such fire
     timing_since: int | None = None
     # when its current pause began (None while it is not paused), and its latest ended pauses as
-    # [began, resumed) pairs, oldest first: a fire whose time came inside one is never delivered,
+    # [began, resumed) pairs, oldest first: a fire whose time lies inside one is never delivered,
     # however late its message is handled (paused_at)
     paused_since: int | None = None
     pauses: tuple[tuple[int, int], ...] = ()
@@ -99,14 +99,15 @@ class Schedule:
             since is not None and dispatched_at_ms <= since < fire_at_ms and not self.has_fire_at(fire_at_ms)
         )
 
-    def paused_at(self, due_ms: int) -> bool:
-        """Whether a fire due at `due_ms` came while the schedule was paused: it is paused now, or
-        the time lies inside one of its remembered pauses. A fire dispatched ahead before a pause
-        is decided at its time; the one whose worker died then comes back after the resume, and
-        must be decided as it would have been at its time."""
+    def paused_at(self, fire_at_ms: int) -> bool:
+        """Whether a fire at `fire_at_ms` is one of a pause: the schedule is paused now, or the fire
+        time lies inside one of its remembered pauses. A fire dispatched ahead before a pause is
+        decided at its time; the one whose worker died then comes back after the resume (or after
+        the claim expired, due again later), and is decided by its fire time as it would have been
+        then."""
         if self.status == ScheduleStatus.PAUSED:
             return True
-        return any(began <= due_ms < resumed for began, resumed in self.pauses)
+        return any(began <= fire_at_ms < resumed for began, resumed in self.pauses)
 
     def paused_now(self, now_ms: int) -> Schedule:
         """This schedule as a pause at `now_ms` leaves it (its status is the caller's write)."""

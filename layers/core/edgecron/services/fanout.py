@@ -267,7 +267,7 @@ def _fire_page(message: FirePage, page_size: int) -> FanoutReport:
 def _withheld(schedule: Schedule | None, fire: Fire) -> str | None:
     """Why a broadcast Fire's runs must not be created now, or None: as the worker decides for a run
     (settle.withheld), with the Fire's dispatch time. An ENDED schedule's last fires go on."""
-    if schedule is None or schedule.paused_at(fire.due_ms):
+    if schedule is None or schedule.paused_at(fire.fire_at):
         return STOPPED
     if not fire.manual and schedule.withholds(fire.fire_at, fire.created_at):
         return settle.EDITED

@@ -66,7 +66,7 @@ def _admit_once(schedule_id: str, fire_at_ms: int, app_id: str, now_ms: int) -> 
     if schedule is not None and fire.admitted_at is None and fire.due_ms > now_ms + EARLY_MS:
         turns.send_gate(fire, now_ms)  # decided at its due time: a resume or an edit may come first
         return "early"
-    if schedule is None or schedule.paused_at(fire.due_ms):
+    if schedule is None or schedule.paused_at(fire.fire_at):
         settle.cancel_fire(fire, now_ms, dispatch.STOPPED)
         return "stopped"
     if fire.admitted_at is None and not fire.manual and schedule.withholds(fire_at_ms, fire.created_at):

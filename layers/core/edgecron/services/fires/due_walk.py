@@ -619,9 +619,9 @@ STOPPED_REASON = "schedule deleted or paused"
 
 def redispatch(fire: Fire, now_ms: int, report: ScheduleScanReport) -> None:
     """Dispatch again a Fire whose dispatch was interrupted; cancel it if its schedule is gone, is
-    not ACTIVE, or was paused when the Fire came due."""
+    not ACTIVE, or was paused at the Fire's time."""
     schedule = schedule_data.get_timed(fire.app_id, fire.schedule_id, consistent=True)
-    if schedule is None or not schedule.is_active or schedule.paused_at(fire.due_ms):
+    if schedule is None or not schedule.is_active or schedule.paused_at(fire.fire_at):
         settle.cancel_fire(fire, now_ms, STOPPED_REASON)
         return
     dispatch.dispatch_fire(schedule, fire.fire_at, now_ms)
@@ -722,9 +722,7 @@ def settle_late_fires(late: list[TaskRun], now: datetime, report: LateReport | N
             stopped = {
                 t
                 for t, fire in fires_at.items()
-                if schedule is None
-                or not schedule.is_active
-                or schedule.paused_at(fire.due_ms if fire is not None else t)
+                if schedule is None or not schedule.is_active or schedule.paused_at(t)
             }
             for t in sorted(stopped):
                 fire, ended = fires_at[t], 0

@@ -86,19 +86,14 @@ EDITED = "schedule edited: it no longer fires at this time"
 
 def withheld(schedule: Schedule | None, run: TaskRun) -> str | None:
     """Why a schedule run must not be sent now, or None: its schedule is deleted, or paused now or
-    when the run came due (Schedule.paused_at: a message handled late, after a resume), or a timing
+    at the run's fire time (Schedule.paused_at: a message handled late, after a resume), or a timing
     edit made before the run's fire time has no such fire (Schedule.withholds). An ENDED schedule's
     last fires, dispatched while it still fired, are delivered."""
-    if schedule is None or schedule.paused_at(run_due_ms(run)):
+    if schedule is None or schedule.paused_at(int(run.fire_at or 0)):
         return STOPPED
     if run.fire_at is not None and schedule.withholds(int(run.fire_at), run.created_at):
         return EDITED
     return None
-
-
-def run_due_ms(run: TaskRun) -> int:
-    """When a schedule run came due: its fire time, or later with jitter or an admission's wait."""
-    return max(int(run.fire_at or 0), int(run.deliver_at or 0))
 
 
 def cancel_claimed(run: TaskRun, now_ms: int, reason: str, schedule: Schedule | None = None) -> None:

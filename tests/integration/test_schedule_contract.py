@@ -6,6 +6,7 @@ owed. The rules are written in docs/time-rules.md (What a schedule promises)."""
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from collections.abc import Iterator
@@ -749,3 +750,41 @@ def test_a_scan_tick_that_dies_while_catching_up_loses_no_fire_time(
     stack.run_until(at(9 * 60))
     missing = sorted(set(every(5, 5, 7 * 60 - 5)) - {f["fire_time"] for f in t.fires(s["id"])})
     assert (missing, t.get(s["id"])["missed_left_out"]) == ([], 0)
+
+
+def cancels_a_run(call: faults.Call) -> bool:
+    """A write that ends a run cancelled (its status set in the update's values)."""
+    return call.operation == "UpdateItem" and '"cancelled"' in json.dumps(call.params)
+
+
+@pytest.mark.parametrize("ended_by", ["the check of late runs", "a pause"])
+def test_a_fire_whose_run_was_ended_by_an_invocation_that_died_still_settles(
+    ended_by: str, stack: VirtualStack, receiver: Receiver
+) -> None:
+    """SQS does not take the message of a daily fire's run, so no worker will ever settle its
+    Fire. Something else ends the run and dies right after the run's write, before the Fire's:
+    the scan's check of recent runs, which finds the run never taken after its time and under SKIP
+    records the Fire MISSED, or a pause after the fire time, which cancels it (the client never
+    hears back). The Fire still settles, MISSED or CANCELLED: it does not read RUNNING for ever."""
+    t = Tenant(receiver, "ended-and-died")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="0 2 10 * * *", missed_policy="SKIP")  # daily at 10:02
+    with faults.Faults() as lost:
+        lost.on("sqs", "SendMessageBatch", function="scan")  # the run of 10:02 is never sent
+        stack.run_until(at(61))
+    assert lost.injected, "the fault was not injected"
+    with faults.Faults() as f:
+        if ended_by == "a pause":
+            stack.run_until(at(150))
+            f.on(kind=faults.KILL_AFTER, function="api", table="RunsTable", when=cancels_a_run)
+            with pytest.raises(faults.InvocationKilled):
+                t.api("POST", f"/v1/schedules/{s['id']}/pause")
+        else:
+            f.on(kind=faults.KILL_AFTER, function="scan", table="RunsTable", when=cancels_a_run)
+            with pytest.raises(faults.InvocationKilled):
+                stack.run_until(at(15 * 60))
+    assert f.injected, "the fault was not injected"
+    stack.run_until(at(40 * 60))
+    statuses = {f["fire_time"]: f["status"] for f in t.fires(s["id"])}
+    assert statuses == {iso(at(120)): "CANCELLED" if ended_by == "a pause" else "MISSED"}
+    assert t.delivered(s["id"]) == []

@@ -318,6 +318,7 @@ def put_fire_run(
 
 
 def _cancel_runs(fire: Fire, now_ms: int) -> None:
+    fire = settle.ending_outside_its_worker(fire)
     for run in run_data.get_many(fire.app_id, list(fire.run_ids)):
         if run.status in st.CANCELLABLE:
             run_data.cancel(run, now_ms, STOPPED)

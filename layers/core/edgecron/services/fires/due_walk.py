@@ -522,6 +522,7 @@ def _miss_died_dispatch(schedule_id: str, fire_at_ms: int, now_ms: int) -> None:
     fire = fire_data.get(schedule_id, fire_at_ms)
     if fire is None or fire.paged or not fire.is_open:
         return  # a broadcast Fire's fan-out is resumed from the open-fires index
+    fire = settle.ending_outside_its_worker(fire)
     for endpoint_id, run_id in fire_data.runs_of(fire):
         billing.put_cancelled(fire, endpoint_id, run_id, now_ms, MISSED_REASON)
     miss(fire, run_data.get_many(fire.app_id, fire_data.run_ids_of(fire)), now_ms)
@@ -606,7 +607,7 @@ def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
             try:
                 if fire.started_at is None:
                     redispatch(fire, now_ms, report)
-                elif fire.fire_at < now_ms - UNSETTLED_AFTER_MS and settle.settle_if_done(fire, now_ms):
+                elif fire.fire_at < now_ms - UNSETTLED_AFTER_MS and _settle_left_open(fire, now_ms):
                     report.fires_settled_late += 1
             except Exception:
                 report.item_failures += 1
@@ -615,6 +616,21 @@ def interrupted_work(now: datetime, report: ScheduleScanReport) -> Work:
 
 
 STOPPED_REASON = "schedule deleted or paused"
+
+
+def _settle_left_open(fire: Fire, now_ms: int) -> bool:
+    """Settle a dispatched Fire left open past its time from its runs, if every one is final. A
+    listed Fire whose runs were all cancelled as missed is recorded MISSED: the check that ended
+    them died before it recorded the Fire."""
+    if not fire.paged:
+        runs = run_data.get_many(fire.app_id, fire_data.run_ids_of(fire))
+        if (
+            runs
+            and len(runs) == len(fire.run_ids)
+            and all(r.status == RunStatus.CANCELLED and r.last_error == MISSED_REASON for r in runs)
+        ):
+            return miss(fire, runs, now_ms)
+    return settle.settle_if_done(fire, now_ms) is not None
 
 
 def redispatch(fire: Fire, now_ms: int, report: ScheduleScanReport) -> None:
@@ -726,6 +742,8 @@ def settle_late_fires(late: list[TaskRun], now: datetime, report: LateReport | N
             }
             for t in sorted(stopped):
                 fire, ended = fires_at[t], 0
+                if fire is not None:
+                    fire = settle.ending_outside_its_worker(fire)
                 for run in runs_at[t]:
                     if run.run_id in lost_ids and _unstarted(run):
                         ended += run_data.cancel_unstarted(run, now_ms, STOPPED_REASON) is not None
@@ -789,6 +807,8 @@ def miss(fire: Fire | None, runs: list[TaskRun], now_ms: int, *, policy: str | N
     """Cancel every run of a Fire none of whose runs started and record it MISSED; True if it was.
     A run a worker took meanwhile keeps the Fire open: it settles from its runs' outcomes."""
     cancelled_all = fire is not None and len(runs) == len(fire_data.run_ids_of(fire))
+    if fire is not None:
+        fire = settle.ending_outside_its_worker(fire)
     ended = 0
     for run in runs:
         if run.status == RunStatus.CANCELLED:

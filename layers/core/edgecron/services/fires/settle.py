@@ -314,6 +314,16 @@ def cancel_open(
     return cancelled
 
 
+def ending_outside_its_worker(fire: Fire) -> Fire:
+    """Call before a listed Fire's runs are ended by anything but their worker (a pause, the scan's
+    check of late runs, a catch-up): the Fire enters the open-fires index. No message comes back to
+    settle it if the caller dies between the runs' end and the Fire's settle; the scan's sweep of
+    that index settles it from its runs (due_walk.interrupted_work)."""
+    if fire.paged or fire.listed_open or not fire.is_open:
+        return fire
+    return fire_data.track_open(fire) or fire
+
+
 def cancel_fire(fire: Fire, now_ms: int, reason: str) -> int:
     """Cancel a Fire's waiting runs and settle it from its runs. A run its dispatch has not created
     yet is written as cancelled first, so a dispatch still under way cannot create and send it."""
@@ -323,6 +333,8 @@ def cancel_fire(fire: Fire, now_ms: int, reason: str) -> int:
         existing = {r.run_id: r for r in run_data.get_many(fire.app_id, [run_id for _, run_id in page])}
         if fire.settled_by_its_run and not fire.as_run_left_it(existing.get(fire.run_ids[0])).is_open:
             return 0  # its run completed: so did the Fire, which kept its dispatched item
+        if any(run_id not in existing or existing[run_id].status in st.CANCELLABLE for _, run_id in page):
+            fire = ending_outside_its_worker(fire)
         for endpoint_id, run_id in page:
             run = existing.get(run_id)
             if run is None:

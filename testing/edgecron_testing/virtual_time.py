@@ -74,6 +74,8 @@ class VirtualStack:
                 for queue, function, batch in (
                     ("FanoutQueue", "fanout", 1),
                     ("DeliveryQueue", "worker", 10),
+                    ("DeliveryDLQ", "dlq", 10),  # what SQS gave up on, as the stack's consumers take it
+                    ("FanoutDLQ", "fanout_dlq", 1),
                 )
             )
             total += n

@@ -96,7 +96,7 @@ FILTERS = {
 }
 EVENT_NAMES = ["invoice.paid", "invoice.voided", "user.created", "order.shipped"]
 TERMINAL = {"success", "failed", "dead_letter", "cancelled"}
-FAULTED = ("api", "worker", "fanout", "scan", "compensation")
+FAULTED = ("api", "worker", "fanout", "scan", "compensation", "dlq", "fanout_dlq")
 
 # Schedules --------------------------------------------------------------------------------------------
 ACTIVE, PAUSED, NONE = "ACTIVE", "PAUSED", "NONE"  # NONE: not created yet
@@ -425,6 +425,8 @@ class Simulation:
         for _ in range(100):
             moved = self.consume("FanoutQueue", "fanout")
             moved += self.consume("DeliveryQueue", "worker")
+            moved += self.consume("DeliveryDLQ", "dlq")  # what SQS gave up on after 5 receives
+            moved += self.consume("FanoutDLQ", "fanout_dlq")
             if not moved:
                 return
 
@@ -501,7 +503,7 @@ class Simulation:
         self.drain()
 
     def queued(self) -> int:
-        return sum(self.pump.depth(q) for q in ("FanoutQueue", "DeliveryQueue"))
+        return sum(self.pump.depth(q) for q in ("FanoutQueue", "DeliveryQueue", "DeliveryDLQ", "FanoutDLQ"))
 
     # --- what a user observes ------------------------------------------------------------------
     def check(self) -> None:

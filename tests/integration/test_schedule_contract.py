@@ -789,3 +789,31 @@ def test_a_fire_whose_run_was_ended_by_an_invocation_that_died_still_settles(
     statuses = {f["fire_time"]: f["status"] for f in t.fires(s["id"])}
     assert statuses == {iso(at(120)): "CANCELLED" if ended_by == "a pause" else "MISSED"}
     assert t.delivered(s["id"]) == []
+
+
+def test_a_fire_whose_worker_died_at_its_settle_until_the_message_was_dead_lettered_still_settles(
+    stack: VirtualStack, receiver: Receiver
+) -> None:
+    """The worker withholds a fire's run (its schedule was paused), ends it cancelled and dies at its
+    Fire, every time the message comes back, until SQS moves the message to the dead-letter queue.
+    The dead-letter consumer finds the run final: it settles the Fire, which reads CANCELLED, not
+    RUNNING for ever."""
+    t = Tenant(receiver, "settle-dead-lettered")
+    stack.run_until(at(0.5))
+    s = t.schedule(cron="*/10 * * * * *")
+    stack.run_until(at(12))
+    stack.clock.set(at(12.5))
+    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    with faults.Faults() as f:
+        fire_at = str(clock.to_ms(at(20)))
+        f.on(
+            kind=faults.KILL,
+            function="worker",
+            table="FiresTable",
+            when=lambda call: fire_at in json.dumps(call.params),
+            times=5,
+        )
+        stack.run_until(at(30 * 60))
+    assert len(f.injected) == 5, "the fault was not injected at each receive"
+    statuses = {f["fire_time"]: f["status"] for f in t.fires(s["id"])}
+    assert statuses[iso(at(20))] == "CANCELLED"

@@ -1,7 +1,8 @@
 """The DLQ consumer's use case: a message SQS gave up on makes its run a dead letter with the reason,
 if the run is stuck with that message. SQS may also hand over a stale duplicate: the message of a run
 that a live worker holds, or whose next attempt another message already scheduled; that run is healthy
-and keeps going."""
+and keeps going. A schedule run already final may have left its Fire open (its workers died before
+settling it), which is settled here as a worker would."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from edgecron.errors import StoredItemUnreadable
 from edgecron.observability import DEAD_LETTERED, STORED_ITEMS_UNREADABLE, count, logger
 from edgecron.schemas.messages import DeliveryBody
 from edgecron.services.delivery import after_run_finished, record_lost_attempt
+from edgecron.services.fires import settle
 
 
 def _healthy(run: TaskRun, now_ms: int) -> str | None:
@@ -60,6 +62,10 @@ def _dead_letter(body: DeliveryBody, receive_count: int) -> str:
     healthy = _healthy(run, now_ms)
     if healthy is not None:
         logger.info("stale DLQ message for a healthy run", extra={"run_id": run_id, "state": healthy})
+        if healthy == "already_final":
+            # the workers that finished it may each have died before settling its Fire: this
+            # message was the last one to come back, so settle it here, as a worker would
+            settle.run_final_again(run, now_ms)
         return healthy
     reason = f"poison message: delivery failed {receive_count} times without an answer from the worker"
     dead = run_data.poison(run, now_ms, reason)

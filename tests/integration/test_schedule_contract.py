@@ -97,15 +97,22 @@ def every(seconds: int, start: float, end: float) -> list[str]:
     return [iso(at(s)) for s in range(first, int(end) + 1, seconds)]
 
 
+def created_then_paused(stack: VirtualStack, t: Tenant, **body: Any) -> dict[str, Any]:
+    """A schedule created at 10:00:00.5, run until 10:00:12 (its next fires dispatched ahead), then
+    paused at 10:00:12.5."""
+    stack.run_until(at(0.5))
+    s = t.schedule(**body)
+    stack.run_until(at(12))
+    stack.clock.set(at(12.5))
+    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    return s
+
+
 def test_a_resume_delivers_every_fire_after_it_including_those_dispatched_before_the_pause(
     stack: VirtualStack, receiver: Receiver
 ) -> None:
     t = Tenant(receiver, "pause-resume")
-    stack.run_until(at(0.5))
-    s = t.schedule(cron="*/5 * * * * *")
-    stack.run_until(at(12))
-    stack.clock.set(at(12.5))
-    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    s = created_then_paused(stack, t, cron="*/5 * * * * *")
     stack.run_until(at(14))
     stack.clock.set(at(14.5))
     resumed = t.api("POST", f"/v1/schedules/{s['id']}/resume")
@@ -570,11 +577,7 @@ def test_a_resume_retried_after_its_answer_was_lost_delivers_every_fire_after_it
     invocation killed): the client's retry finds the schedule ACTIVE and answers. Every fire after
     that answer is delivered, those before the next scan tick included."""
     t = Tenant(receiver, f"resume-retried-{kind}")
-    stack.run_until(at(0.5))
-    s = t.schedule(cron="*/5 * * * * *")
-    stack.run_until(at(12))
-    stack.clock.set(at(12.5))
-    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    s = created_then_paused(stack, t, cron="*/5 * * * * *")
     stack.run_until(at(14))
     stack.clock.set(at(14.5))
     with faults.Faults() as f:
@@ -689,11 +692,7 @@ def test_a_fire_inside_a_pause_whose_decision_died_is_not_delivered_after_the_re
     pause: it is not delivered, and its Fire reads CANCELLED."""
     body, dies = PAUSED_FIRE_KINDS[kind]
     t = Tenant(receiver, f"pause-{kind}-died")
-    stack.run_until(at(0.5))
-    s = t.schedule(**body)  # "endpoint_ids": []: every Endpoint of the App
-    stack.run_until(at(12))
-    stack.clock.set(at(12.5))
-    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    s = created_then_paused(stack, t, **body)  # "endpoint_ids": []: every Endpoint of the App
     with faults.Faults() as f:
         f.on(**dies)  # the invocation that takes the fire at 10:00:20
         stack.run_until(at(21))
@@ -799,11 +798,7 @@ def test_a_fire_whose_worker_died_at_its_settle_until_the_message_was_dead_lette
     The dead-letter consumer finds the run final: it settles the Fire, which reads CANCELLED, not
     RUNNING for ever."""
     t = Tenant(receiver, "settle-dead-lettered")
-    stack.run_until(at(0.5))
-    s = t.schedule(cron="*/10 * * * * *")
-    stack.run_until(at(12))
-    stack.clock.set(at(12.5))
-    assert t.api("POST", f"/v1/schedules/{s['id']}/pause").status == 200
+    s = created_then_paused(stack, t, cron="*/10 * * * * *")
     with faults.Faults() as f:
         fire_at = str(clock.to_ms(at(20)))
         f.on(

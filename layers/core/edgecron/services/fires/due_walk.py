@@ -20,6 +20,7 @@ from edgecron.data import schedules as schedule_data
 from edgecron.data.queues import DeliveryMessage
 from edgecron.domain import cron as cron_rules
 from edgecron.domain import due_slots
+from edgecron.domain import run_states as st
 from edgecron.domain.catchup import (
     CatchUpPlan,
     late_run_wake,
@@ -622,15 +623,16 @@ def _settle_left_open(fire: Fire, now_ms: int) -> bool:
     """Settle a dispatched Fire left open past its time from its runs, if every one is final. A
     listed Fire whose runs were all cancelled as missed is recorded MISSED: the check that ended
     them died before it recorded the Fire."""
-    if not fire.paged:
-        runs = run_data.get_many(fire.app_id, fire_data.run_ids_of(fire))
-        if (
-            runs
-            and len(runs) == len(fire.run_ids)
-            and all(r.status == RunStatus.CANCELLED and r.last_error == MISSED_REASON for r in runs)
-        ):
-            return miss(fire, runs, now_ms)
-    return settle.settle_if_done(fire, now_ms) is not None
+    if fire.paged:  # its runs are read page by page, up to the first one still open
+        return settle.settle_if_done(fire, now_ms) is not None
+    runs = run_data.get_many(fire.app_id, fire_data.run_ids_of(fire))
+    if len(runs) < len(fire.run_ids) or any(r.status not in st.TERMINAL for r in runs):
+        return False  # still under way (a retry, a long wait)
+    if all(r.status == RunStatus.CANCELLED and r.last_error == MISSED_REASON for r in runs):
+        return miss(fire, runs, now_ms)
+    known = {r.run_id: str(r.status) for r in runs}
+    errors = {r.run_id: r.last_error for r in runs if r.last_error}
+    return settle.settle_if_done(fire, now_ms, known=known, errors=errors) is not None
 
 
 def redispatch(fire: Fire, now_ms: int, report: ScheduleScanReport) -> None:
